@@ -7,7 +7,7 @@
  * spot pools, DescribeInstances' `OperationLocks` (`Recycling`: the instance is reclaimed about 5 minutes later,
  * https://www.alibabacloud.com/help/en/ecs/user-guide/query-the-interruption-events-of-preemptible-instances).
  */
-import type { NodePool } from '../adapters/alicloud/ports.ts';
+import type { NodePool, SizedPool } from '../adapters/alicloud/ports.ts';
 import { NODEPOOL_LABEL } from '../adapters/alicloud/ports.ts';
 import { instanceIdOf } from '../adapters/alicloud/repair.ts';
 import type { Notice } from '../adapters/chat/notifier.ts';
@@ -90,7 +90,7 @@ async function warningsOf(
 
 export async function maintainPools(
   deps: AutoscaleDeps,
-  pools: readonly NodePool[],
+  pools: readonly SizedPool[],
   nodes: readonly NodeInfo[],
   pods: readonly PodInfo[],
   book: MaintenanceBook,

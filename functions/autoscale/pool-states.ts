@@ -1,4 +1,4 @@
-import { NODEPOOL_LABEL, type NodePool } from '../adapters/alicloud/ports.ts';
+import { NODEPOOL_LABEL, type SizedPool } from '../adapters/alicloud/ports.ts';
 import { type NodeInfo, type PodInfo, requestsGpu } from '../adapters/kube/model.ts';
 import type { GangObjectOps } from '../adapters/kube/ports.ts';
 import { parseQuantity } from '../adapters/kube/quantity.ts';
@@ -100,7 +100,7 @@ export function numeric(r: Readonly<Record<string, string>>): Record<string, num
 
 export async function poolStates(
   deps: AutoscaleDeps,
-  pools: NodePool[],
+  pools: SizedPool[],
   nodes: NodeInfo[],
   records: Map<string, PoolRecord>,
   now: number,

@@ -9,6 +9,7 @@ import { BadInputError } from '../adapters/errors.ts';
 import type { NodeInfo } from '../adapters/kube/model.ts';
 import { type AutoscaleDeps, type PoolRecord, type Removing, flush, record, remediationHold, sent } from './deps.ts';
 import { poolEvent } from './grow.ts';
+import { readTask } from './requests.ts';
 
 /**
  * Sends a decided removal (RemoveNodePoolNodes: drain done by us, release pay-as-you-go), then records the request with
@@ -83,8 +84,10 @@ export async function sendRemoval(
  * The nodes whose removal was sent, checked against the pool as it is now: one that has left it (no member of that
  * name on that instance) is done; one whose task failed, or whose removal ACK refused and that is still in the pool
  * after the drain timeout (an answer lost to a removal under way would have taken it by then), is handed back to
- * scheduling (our cordon lifted) and a person told: it idles a full period before it is tried again. The names of
- * those still on their way out.
+ * scheduling (our cordon lifted) and a person told: it idles a full period before it is tried again. A task ACK has
+ * no more (NotFound: purged) says nothing either way: its nodes are followed as a refused removal's, by presence
+ * until the drain timeout; one that cannot be read now is still on its way out. The names of those still on their
+ * way out.
  */
 export async function followRemovals(
   deps: AutoscaleDeps,
@@ -96,7 +99,7 @@ export async function followRemovals(
   const all = rec.removing ?? [];
   if (all.length === 0) return new Set();
   const timeoutMs = deps.policy.scaleIn.drainTimeoutMinutes * 60_000;
-  const tasks = new Map<string, CloudTask>();
+  const tasks = new Map<string, CloudTask | 'gone' | 'unread'>();
   const still: Removing[] = [];
   const back: { r: Removing; node: NodeInfo; why: string }[] = [];
   for (const r of all) {
@@ -106,10 +109,22 @@ export async function followRemovals(
     if (!node) continue; // left the pool: done
     if (r.taskId !== undefined) {
       let task = tasks.get(r.taskId);
-      if (!task) tasks.set(r.taskId, (task = await deps.cloud.task(r.taskId)));
-      // Running, done but not yet gone, or a state ACK does not document (followRequests tells a person of that
-      // once): still on its way out, never handed back on a word that does not say the removal failed.
-      if (task.state !== 'failed') still.push(r);
+      if (!task) tasks.set(r.taskId, (task = await readTask(deps, pool.id, r.taskId)));
+      // Gone (followRequests tells a person once): by the node's presence alone, as a refusal is.
+      if (task === 'gone') {
+        if (now - r.at < timeoutMs) still.push(r);
+        else
+          back.push({
+            r,
+            node,
+            why:
+              `ACK has no task ${r.taskId} for its removal any more (DescribeTaskInfo: NotFound) and it is ` +
+              `still in the pool ${deps.policy.scaleIn.drainTimeoutMinutes} min later`,
+          });
+      }
+      // Unread now, running, done but not yet gone, or a state ACK does not document (followRequests tells a person
+      // of that once): still on its way out, never handed back on a word that does not say the removal failed.
+      else if (task === 'unread' || task.state !== 'failed') still.push(r);
       else
         back.push({
           r,

@@ -1,16 +1,45 @@
-import type { NodePool } from '../adapters/alicloud/ports.ts';
+import type { CloudTask, NodePool } from '../adapters/alicloud/ports.ts';
 import type { PublishedEvent } from '../adapters/bus.ts';
 import type { Notice } from '../adapters/chat/notifier.ts';
+import { NotFoundError } from '../adapters/errors.ts';
 import { type AutoscaleDeps, type PoolRecord, type SentRequest, record } from './deps.ts';
 import { poolEvent } from './grow.ts';
 import { NO_STOCK_BACKOFF_MS, isNoStock } from './stock.ts';
 
 /**
+ * An ACK task as DescribeTaskInfo answers it; `gone` when there is no task to follow: ACK answered the request with
+ * none (an empty `task_id`), or answers NotFound for it (ACK keeps tasks for a while only, and may have purged an old
+ * one); `unread` when the question failed otherwise (logged): asked again next round. Neither is under way nor ended,
+ * and neither stops the round: before, one such task failed every round, for every pool, for good.
+ */
+export async function readTask(
+  deps: AutoscaleDeps,
+  poolId: string,
+  taskId: string,
+): Promise<CloudTask | 'gone' | 'unread'> {
+  if (!taskId) return 'gone';
+  try {
+    return await deps.cloud.task(taskId);
+  } catch (err) {
+    if (err instanceof NotFoundError) return 'gone';
+    deps.logger.warn('autoscale-pools: an ACK task could not be read; followed again next round', {
+      pool: poolId,
+      taskId,
+      error: err,
+    });
+    return 'unread';
+  }
+}
+
+/**
  * The pool's requests whose ACK task ended since the last round, each reported once (a GPU Pool Scaled event
  * `succeeded` or `failed`, a notice for a failure) and taken off the record in the same write; a task failed NoStock
  * sets the pool's sold-out back-off. A task in a state ACK does not document is neither: the request stays on the
- * record, followed, and a person is told once (each new word once), in the same write that remembers it. `latest`:
- * follow `request` too (not while an intent or a removal is still to be sent: that branch owns the record this round).
+ * record, followed, and a person is told once (each new word once), in the same write that remembers it. A request
+ * with no task to follow (`readTask`: none given, or ACK has none any more) is neither done nor failed: it is taken
+ * off the record and a person told, in the same write (so once); one whose task could not be read stays followed.
+ * `latest`: follow `request` too (not while an intent or a removal is still to be sent: that branch owns the record
+ * this round).
  * Undefined when nothing was written.
  */
 export async function followRequests(
@@ -27,7 +56,17 @@ export async function followRequests(
   let finished: 'succeeded' | 'failed' | undefined;
   let soldOut = false;
   for (const req of followed) {
-    const task = await deps.cloud.task(req.taskId);
+    const task = await readTask(deps, p.id, req.taskId);
+    if (task === 'unread') continue;
+    if (task === 'gone') {
+      notices.push(goneNotice(p, req));
+      deps.logger.warn('autoscale-pools: ACK has no task for a request; no longer followed, neither done nor failed', {
+        pool: p.id,
+        taskId: req.taskId,
+      });
+      ended.add(req.taskId);
+      continue;
+    }
     if (task.state === 'running') continue;
     if (task.state === 'unknown') {
       const word = task.raw ?? '';
@@ -54,7 +93,7 @@ export async function followRequests(
     ended.add(req.taskId);
     finished = ok ? 'succeeded' : 'failed';
   }
-  if (!finished && told.size === 0) return undefined;
+  if (!finished && told.size === 0 && ended.size === 0) return undefined;
   const until = deps.clock.now() + NO_STOCK_BACKOFF_MS;
   const remember = (s: SentRequest): SentRequest =>
     told.has(s.taskId) ? { ...s, unknownTold: told.get(s.taskId)! } : s;
@@ -88,6 +127,28 @@ function unknownNotice(p: NodePool, req: SentRequest, word: string): Notice {
       `neither done nor failed and keeps following it` +
       (shrink ? '; the nodes it removes stay cordoned and on record until they have left the pool' : '') +
       '. A person must look at the task in the ACK console.'
+    ).slice(0, 1000),
+    severity: 'warning',
+  };
+}
+
+/** The notice of a request with no task to follow: ACK gave none, or has none any more. */
+function goneNotice(p: NodePool, req: SentRequest): Notice {
+  const shrink = req.to < req.from;
+  const what = `${shrink ? 'shrinking' : 'growing'} ${req.from} → ${req.to}`;
+  return {
+    title: req.taskId
+      ? `gpu-reflex: node pool ${p.name}: ACK has no task ${req.taskId} any more`
+      : `gpu-reflex: node pool ${p.name}: ACK gave no task for ${what}`,
+    text: (
+      `${p.name}: ${what} was asked at ${new Date(req.at).toISOString()}; ` +
+      (req.taskId
+        ? `DescribeTaskInfo answers NotFound for its task ${req.taskId} (ACK may have purged an old task)`
+        : 'ACK answered it with no task id') +
+      ': gpu-reflex takes the request as neither done nor failed and no longer follows it; the pool is planned ' +
+      'from its size as ACK gives it each round' +
+      (shrink ? ', and the nodes it removes stay on record until they have left the pool' : '') +
+      '. A person must check in the ACK console that the pool has the nodes it should.'
     ).slice(0, 1000),
     severity: 'warning',
   };

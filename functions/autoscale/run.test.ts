@@ -6,7 +6,7 @@ import { RecordingPublisher } from '../adapters/bus.ts';
 import { RecordingNotifier } from '../adapters/chat/notifier.ts';
 import { manualClock, type ManualClock } from '../adapters/clock.ts';
 import { TransientError } from '../adapters/errors.ts';
-import { taskFrom } from '../adapters/alicloud/records.ts';
+import { nodePoolFrom, taskFrom } from '../adapters/alicloud/records.ts';
 import { fakeKube, type FakeKube } from '../adapters/kube/fake.ts';
 import { AutoscalePolicySchema } from '../lib/pool-policy.ts';
 import { decideHeldPlan, type CommandPorts } from '../chatops/actions.ts';
@@ -315,6 +315,30 @@ describe('autoscale-pools', () => {
     );
   });
 
+  it('sets no size of a pool whose desired size ACK does not give: unknown is not 0, and a pool of 3 is not "grown" to 1', async () => {
+    await deps.cloud.setDesiredSize('np-t4', 3);
+    await clock.advance(120_000);
+    pendingGpuPods(1);
+    await clock.advance(60_000);
+    const warnings: { m: string; f: unknown }[] = [];
+    deps.logger = { ...deps.logger, warn: (m: string, f?: unknown) => void warnings.push({ m, f }) };
+    const real = deps.cloud;
+    // What the adapter reads from a DescribeClusterNodePools entry without `scaling_group.desired_size`.
+    const unread = nodePoolFrom({ nodepool_info: { nodepool_id: 'np-t4' }, scaling_group: {} }).desiredSize;
+    deps.cloud = Object.assign(Object.create(real) as typeof real, {
+      listNodePools: async () =>
+        (await real.listNodePools()).map((p) => (p.id === 'np-t4' ? { ...p, desiredSize: unread } : p)),
+    });
+    const out = await autoscalePools(deps);
+    expect(sim.cloud.pools.get('np-t4')!.desired).toBe(3);
+    expect(out.scaled).toEqual({ 'np-a10': 1 });
+    expect(sim.cloud.calls.filter((c) => c.action === 'RemoveNodePoolNodes')).toEqual([]);
+    expect(warnings).toContainEqual({
+      m: 'autoscale-pools: ACK gives no desired size for the node pool; left alone (no size planned or set)',
+      f: { pool: 'np-t4' },
+    });
+  });
+
   it('re-sends a decided size that may not have reached ACK (a crash between deciding and sending) before planning again', async () => {
     pendingGpuPods(2);
     await clock.advance(60_000);
@@ -440,5 +464,70 @@ describe('autoscale-pools', () => {
     deps.cloud = real;
     expect((await autoscalePools(deps)).finished).toEqual({ 'np-t4': 'succeeded' });
     expect(poolEvents().map((e) => e.state)).toEqual(['requested', 'succeeded']);
+  });
+
+  it('a task ACK no longer has stops no round and is not taken as done: told once, no longer followed', async () => {
+    pendingGpuPods(1);
+    await clock.advance(60_000);
+    await autoscalePools(deps);
+    const [requested] = poolEvents();
+    // ACK purged the task (DescribeTaskInfo answers 404): before, every round failed here, for every pool, forever.
+    sim.cloud.tasks.delete(requested!.taskId!);
+    pendingGpuPods(1, 'more');
+    await clock.advance(60_000);
+    const out = await autoscalePools(deps);
+    // t4 cools down after its scale-out: the a10 pool takes the new pod; the round went on.
+    expect(out.scaled).toEqual({ 'np-a10': 1 });
+    expect(out.finished).toEqual({});
+    await clock.advance(60_000);
+    await autoscalePools(deps);
+    expect(poolEvents().map((e) => [e.nodepoolId, e.state])).toEqual([
+      ['np-t4', 'requested'],
+      ['np-a10', 'requested'],
+    ]);
+    const gone = notifier.notices.filter((n) => n.title.includes('has no task'));
+    expect(gone.map((n) => n.title)).toEqual([
+      `gpu-reflex: node pool t4: ACK has no task ${requested!.taskId} any more`,
+    ]);
+    expect(gone[0]!.text).toContain('neither done nor failed');
+    expect(gone[0]!.severity).toBe('warning');
+  });
+
+  it('asks ACK for no task when it answered a scale-out with none: told once, not followed', async () => {
+    pendingGpuPods(1);
+    await clock.advance(60_000);
+    const real = deps.cloud;
+    const asked: string[] = [];
+    deps.cloud = Object.assign(Object.create(real) as typeof real, {
+      setDesiredSize: async (id: string, n: number) => (await real.setDesiredSize(id, n), { taskId: '' }),
+      task: (id: string) => (asked.push(id), real.task(id)),
+    });
+    expect((await autoscalePools(deps)).scaled).toEqual({ 'np-t4': 2 });
+    await clock.advance(60_000);
+    await autoscalePools(deps);
+    await clock.advance(60_000);
+    await autoscalePools(deps);
+    expect(asked).toEqual([]);
+    const none = notifier.notices.filter((n) => n.title.includes('gave no task'));
+    expect(none.map((n) => n.title)).toEqual(['gpu-reflex: node pool t4: ACK gave no task for growing 1 → 2']);
+  });
+
+  it("a task ACK cannot be asked about now stops no other pool's round, and is followed again after", async () => {
+    pendingGpuPods(1);
+    await clock.advance(60_000);
+    await autoscalePools(deps);
+    const [requested] = poolEvents();
+    const real = deps.cloud;
+    deps.cloud = Object.assign(Object.create(real) as typeof real, {
+      task: (id: string) =>
+        id === requested!.taskId
+          ? Promise.reject(new TransientError('DescribeTaskInfo: ServiceUnavailable'))
+          : real.task(id),
+    });
+    pendingGpuPods(1, 'more');
+    await clock.advance(120_000);
+    expect((await autoscalePools(deps)).scaled).toEqual({ 'np-a10': 1 });
+    deps.cloud = real;
+    expect((await autoscalePools(deps)).finished).toEqual({ 'np-t4': 'succeeded' });
   });
 });

@@ -20,7 +20,7 @@
  */
 export { scaleOutApprovalId } from './approval.ts';
 export type { AutoscaleDeps, AutoscaleOutcome } from './deps.ts';
-import { NODEPOOL_LABEL } from '../adapters/alicloud/ports.ts';
+import { NODEPOOL_LABEL, isSized } from '../adapters/alicloud/ports.ts';
 import { withLease } from '../lib/lease.ts';
 import { countNotDemand, type GangSpec } from './demand.ts';
 import { planWithGangs } from './core/gangs.ts';
@@ -90,7 +90,15 @@ export async function autoscalePools(deps: AutoscaleDeps): Promise<AutoscaleOutc
             pool: id,
             cluster: deps.clusterId,
           });
-      const managed = all.filter((p) => deps.policy.pools[p.id] !== undefined);
+      const named = all.filter((p) => deps.policy.pools[p.id] !== undefined);
+      // A pool whose desired size ACK does not give is not touched at all (records.ts nodePoolFrom): sizes are
+      // absolute, and one planned from a size not known could lower it under its running jobs.
+      for (const p of named.filter((x) => !isSized(x)))
+        deps.logger.warn(
+          'autoscale-pools: ACK gives no desired size for the node pool; left alone (no size planned or set)',
+          { pool: p.id },
+        );
+      const managed = named.filter(isSized);
       const stored = await deps.state.getAll();
       const records = new Map(managed.map((p) => [p.id, (stored[poolKey(p.id)] ?? {}) as PoolRecord]));
 

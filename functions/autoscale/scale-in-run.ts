@@ -1,4 +1,4 @@
-import { NODEPOOL_LABEL, type NodePool } from '../adapters/alicloud/ports.ts';
+import { NODEPOOL_LABEL, type SizedPool } from '../adapters/alicloud/ports.ts';
 import { type NodeInfo, type PodInfo, holdsDevices } from '../adapters/kube/model.ts';
 import type { PendingPod, PoolState } from './core/planner.ts';
 import { planScaleIn } from './core/scale-in.ts';
@@ -20,7 +20,7 @@ import { followRemovals, sendRemoval } from './removals.ts';
 
 /** One pool's scale-in round: what it reads (this round's facts) and where it reports (`out`). */
 export interface ScaleInRound {
-  pool: NodePool;
+  pool: SizedPool;
   /** The pool's record as this round read it (a pool that grew this round is not shrunk). */
   rec: PoolRecord;
   /** The pool as the planner sees it (price, what a node offers). */

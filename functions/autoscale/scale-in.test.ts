@@ -177,6 +177,37 @@ describe('autoscale-pools gives idle nodes back', () => {
     expect(back[0]!.text).toContain('the node pool is being upgraded');
   });
 
+  it('follows a removal whose task ACK no longer has by the nodes alone: handed back once still there after the drain timeout', async () => {
+    const [, withCpuPod, , bare] = names as [string, string, string, string];
+    const notifier = new RecordingNotifier();
+    deps.notifier = notifier;
+    const cloud = deps.cloud;
+    // ACK answers the removal with a task it then purges (DescribeTaskInfo: 404) while the nodes stay in the pool.
+    deps.cloud = Object.assign(Object.create(cloud) as typeof cloud, {
+      removeNodes: async () => ({ taskId: 'T-purged' }),
+    });
+    await autoscalePools(deps);
+    await clock.advance(10 * MIN);
+    await autoscalePools(deps);
+    await clock.advance(MIN);
+    expect((await autoscalePools(deps)).released.sort()).toEqual([withCpuPod, bare].sort());
+    // Before, every round from here failed on the NotFound, for good: the nodes stayed cordoned, no one told.
+    await clock.advance(29 * MIN);
+    await autoscalePools(deps);
+    expect((await kube.nodes.get(bare)).unschedulable).toBe(true);
+    expect(notifier.notices.map((n) => n.title)).toContain(
+      'gpu-reflex: node pool t4: ACK has no task T-purged any more',
+    );
+    await clock.advance(MIN);
+    await autoscalePools(deps);
+    expect((await kube.nodes.get(withCpuPod)).unschedulable).toBe(false);
+    expect((await kube.nodes.get(bare)).unschedulable).toBe(false);
+    const back = notifier.notices.filter((n) => n.title.startsWith('gpu-reflex: could not give back'));
+    expect(back).toHaveLength(2);
+    expect(back[0]!.text).toContain('ACK has no task T-purged for its removal any more');
+    expect(notifier.notices.filter((n) => n.title.includes('has no task'))).toHaveLength(1);
+  });
+
   it('says ACK refused a removal, and why, in its event and notice (still taken as maybe under way)', async () => {
     const notifier = new RecordingNotifier();
     deps.notifier = notifier;

@@ -6,7 +6,9 @@ import { RecordingPublisher } from '../adapters/bus.ts';
 import { manualClock } from '../adapters/clock.ts';
 import { fakeKube } from '../adapters/kube/fake.ts';
 import { AutoscalePolicySchema } from '../lib/pool-policy.ts';
-import { autoscalePools } from './run.ts';
+import { nodePoolFrom } from '../adapters/alicloud/records.ts';
+import { autoscalePools, type AutoscaleDeps } from './run.ts';
+import { priceOf } from './stock.ts';
 import { simDeps } from '../../test/support/autoscale-sim-deps.ts';
 
 /**
@@ -65,5 +67,24 @@ describe('spot pools', () => {
     expect(ev.hourlyCostDelta).toEqual({ amount: price, currency: 'CNY' });
     const spotCalls = sim.cloud.calls.filter((c) => c.action === 'DescribeSpotPriceHistory').length;
     expect(spotCalls).toBe('spotStrategy' in pool ? 1 : 0);
+  });
+});
+
+describe('a spot price limit the answer does not give', () => {
+  it('is no limit, never a limit of 0: a node priced 0 is the cheapest to buy, and free under any approval limit', async () => {
+    // A DescribeClusterNodePools entry whose spot_price_limit names the type without its price_limit.
+    const pool = nodePoolFrom({
+      nodepool_info: { nodepool_id: 'np-t4', name: 't4' },
+      scaling_group: {
+        desired_size: 0,
+        instance_types: ['ecs.gn6i-c4g1.xlarge'],
+        spot_strategy: 'SpotWithPriceLimit',
+        spot_price_limit: [{ instance_type: 'ecs.gn6i-c4g1.xlarge' }, { instance_type: 'ecs.x', price_limit: '' }],
+      },
+    });
+    expect(pool.spotPriceLimits?.['ecs.gn6i-c4g1.xlarge']).toBeUndefined();
+    expect(pool.spotPriceLimits?.['ecs.x']).toBeUndefined();
+    const market = new Map([['ecs.gn6i-c4g1.xlarge', 2.1]]);
+    expect(await priceOf({} as AutoscaleDeps, pool, 'ecs.gn6i-c4g1.xlarge', 8.5, market)).toBe(2.1);
   });
 });

@@ -70,6 +70,17 @@ describe('a held pool scale, asked in chat', () => {
   });
 });
 
+describe('pool scale on a pool whose desired size ACK does not give', () => {
+  it('changes nothing and says why: a size not known is not one the step above maxStep can be measured from', async () => {
+    const t = setup();
+    t.pool.desiredSize = undefined;
+    const said = await t.hold(8);
+    expect(said).toContain('ACK gives no desired size for np-t4');
+    expect(said).toContain('nothing changed');
+    expect(t.pool.desiredSize).toBeUndefined();
+  });
+});
+
 describe('a held pool scale, approved in chat', () => {
   it('is carried out by the next approve when the cloud refused it after the approval closed', async () => {
     const t = setup();

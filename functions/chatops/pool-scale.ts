@@ -39,6 +39,9 @@ export async function poolScale(
   const pool = (await pools.cloud.listNodePools()).find((x) => x.id === poolId);
   if (!pool) return `no node pool ${poolId} in the cluster. Usage: ${usage}`;
   const lead = dryRun ? 'dry run, nothing changed: ' : '';
+  // Unknown is not 0: the step (and whether it needs approval) is measured from the size there now.
+  if (pool.desiredSize === undefined)
+    return `ACK gives no desired size for ${poolId} (DescribeClusterNodePools): nothing changed. Usage: ${usage}`;
   if (pool.desiredSize === size) return `${lead}${poolId} is already at ${size}: nothing to do`;
   if (size - pool.desiredSize > bounds.maxStep) {
     const now = new Date(p.clock.now());

@@ -92,6 +92,17 @@ export function aliCloudReplaceReader(
       ...(t.error ? { error: `${t.error.code}: ${t.error.message}` } : {}),
     };
   };
+  // A removal task ACK has no more (NotFound: purged, or never its own) is no task on record: the removal is asked
+  // again (core/replace.ts), and ACK refuses an instance already leaving. Thrown, it failed every sweep, for every
+  // node, until a person deleted the record. Other errors are thrown: the sweep retries rather than guess.
+  const removalOf = async (id: string): Promise<Pick<ReplaceFacts, 'removal'>> => {
+    try {
+      return { removal: await task(id) };
+    } catch (err) {
+      if (err instanceof NotFoundError) return {};
+      throw err;
+    }
+  };
   return {
     task,
     async facts(node, record, claimed) {
@@ -105,12 +116,15 @@ export function aliCloudReplaceReader(
           ? `node pool ${pool.name} (${pool.id}) is not one gpu-reflex may size: the autoscale policy does not name it`
           : pool.ackAutoScaling.enable
             ? `ACK's own autoscaler sizes node pool ${pool.name} (${pool.id})`
-            : pool.chargeType === 'PrePaid'
-              ? `node pool ${pool.name} is subscription (PrePaid): ACK never releases its ` +
-                `instances, so gpu-reflex does not replace them`
-              : !instanceId
-                ? `spec.providerID names no ECS instance (${node.providerId ?? 'unset'})`
-                : undefined;
+            : pool.desiredSize === undefined
+              ? `ACK gives no desired size for node pool ${pool.name} (${pool.id}): a grow by one cannot be ` +
+                `planned from a size not known (read as 0 it would lower the pool)`
+              : pool.chargeType === 'PrePaid'
+                ? `node pool ${pool.name} is subscription (PrePaid): ACK never releases its ` +
+                  `instances, so gpu-reflex does not replace them`
+                : !instanceId
+                  ? `spec.providerID names no ECS instance (${node.providerId ?? 'unset'})`
+                  : undefined;
       // Once begun, a replacement follows its pool even if the policy changed since: only a start is refused.
       if (why && !record) return { refused: why, members: [] };
       const members = (await nodes.list(`${NODEPOOL_LABEL}=${poolId}`)).map((m) => {
@@ -123,7 +137,8 @@ export function aliCloudReplaceReader(
         };
       });
       return {
-        ...(pool
+        // A size ACK does not give: no pool to grow from; a replacement under way still has its removal followed.
+        ...(pool && pool.desiredSize !== undefined
           ? {
               pool: {
                 id: pool.id,
@@ -135,7 +150,7 @@ export function aliCloudReplaceReader(
           : {}),
         ...(instanceId ? { instanceId } : {}),
         members,
-        ...(record?.taskId ? { removal: await task(record.taskId) } : {}),
+        ...(record?.taskId ? await removalOf(record.taskId) : {}),
       };
     },
   };

@@ -30,13 +30,18 @@ export interface NodePool {
   regionId?: string;
   /** `active`, `scaling`, `removing`, `deleting`, `updating`. */
   state: string;
-  desiredSize: number;
-  totalNodes: number;
+  /**
+   * `scaling_group.desired_size`, the size asked; undefined when ACK's answer does not give it: unknown, never 0 (a
+   * size planned from 0 would lower the pool). gpu-reflex sets no size of such a pool (`SizedPool`).
+   */
+  desiredSize: number | undefined;
+  /** `status.total_nodes`, the nodes there; undefined when not given. */
+  totalNodes: number | undefined;
   instanceTypes: string[];
   /** `PostPaid` (pay-as-you-go) or `PrePaid` (subscription: never released on removal). */
   chargeType: string;
   /** ACK's own autoscaler for this pool; when enabled, gpu-reflex leaves the pool's size to it. */
-  ackAutoScaling: { enable: boolean; min: number; max: number };
+  ackAutoScaling: { enable: boolean; min?: number; max?: number };
   /** ACK managed auto repair (with GPU fault isolation); when on, gpu-reflex defers repair to it. */
   ackAutoRepair: boolean;
   labels: Record<string, string>;
@@ -49,6 +54,11 @@ export interface NodePool {
   /** `scaling_group.spot_price_limit`: the highest price per hour bid for each instance type. */
   spotPriceLimits?: Record<string, number>;
 }
+
+/** A pool whose desired size ACK gave: the only kind gpu-reflex plans a size for. */
+export type SizedPool = NodePool & { desiredSize: number };
+
+export const isSized = (p: NodePool): p is SizedPool => p.desiredSize !== undefined;
 
 /**
  * DescribeTaskInfo's `state` as ACK documents it (`running`, `success`, `failed`; older docs `fail`), or `unknown`:

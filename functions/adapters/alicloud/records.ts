@@ -19,7 +19,21 @@ export function priceFrom(v: unknown): number | undefined {
   return Number.isFinite(n) && n >= 0 ? n : undefined;
 }
 
-/** One entry of DescribeClusterNodePools' `nodepools`. */
+/**
+ * A count as an answer gives it (a whole number, or its text); absent, empty or anything else is unknown — never 0.
+ */
+export function countFrom(v: unknown): number | undefined {
+  const n = typeof v === 'number' ? v : typeof v === 'string' && v.trim() !== '' ? Number(v) : Number.NaN;
+  return Number.isInteger(n) && n >= 0 ? n : undefined;
+}
+
+/**
+ * One entry of DescribeClusterNodePools' `nodepools`. The sizes are `scaling_group.desired_size` (the size asked),
+ * `status.total_nodes` (the nodes there) and `auto_scaling.min_instances`/`max_instances` (ACK API reference,
+ * DescribeClusterNodePools, CS 2015-12-15). One the answer does not give is unknown: read as 0, a pool of 8 was
+ * "grown" to 1 by an absolute desired size (and planned to shrink from 0), evicting its GPU jobs. `total_nodes` is
+ * not the size asked either: a pool still scaling has fewer, and a size planned from them would lower it.
+ */
 export function nodePoolFrom(p: Json): NodePool {
   const info = (p['nodepool_info'] ?? {}) as Json;
   const status = (p['status'] ?? {}) as Json;
@@ -29,27 +43,32 @@ export function nodePoolFrom(p: Json): NodePool {
   const mgmt = (p['management'] ?? {}) as Json;
   const labels = Array.isArray(kc['labels']) ? (kc['labels'] as Json[]) : [];
   const taints = Array.isArray(kc['taints']) ? (kc['taints'] as Json[]) : [];
+  // A type's bid as `scaling_group.spot_price_limit[].price_limit` gives it; one not given is no limit, never 0, which
+  // would price its spot nodes at 0 (stock.ts priceOf takes the lower of market and limit): the cheapest type to buy,
+  // and free under any approval limit.
+  const limits = (Array.isArray(sg['spot_price_limit']) ? (sg['spot_price_limit'] as Json[]) : []).flatMap((l) => {
+    const price = priceFrom(l['price_limit']);
+    return price === undefined ? [] : [[str(l['instance_type']), price] as const];
+  });
   return {
     id: str(info['nodepool_id']),
     name: str(info['name']),
     ...(str(info['region_id']) ? { regionId: str(info['region_id']) } : {}),
     state: str(status['state']),
-    desiredSize: num(sg['desired_size'] ?? status['total_nodes']),
-    totalNodes: num(status['total_nodes']),
+    desiredSize: countFrom(sg['desired_size']),
+    totalNodes: countFrom(status['total_nodes']),
     instanceTypes: Array.isArray(sg['instance_types']) ? (sg['instance_types'] as unknown[]).map(str) : [],
     chargeType: str(sg['instance_charge_type']) || 'PostPaid',
-    ackAutoScaling: { enable: as['enable'] === true, min: num(as['min_instances']), max: num(as['max_instances']) },
+    ackAutoScaling: {
+      enable: as['enable'] === true,
+      ...(countFrom(as['min_instances']) !== undefined ? { min: countFrom(as['min_instances'])! } : {}),
+      ...(countFrom(as['max_instances']) !== undefined ? { max: countFrom(as['max_instances'])! } : {}),
+    },
     ackAutoRepair: mgmt['enable'] === true && mgmt['auto_repair'] === true,
     labels: Object.fromEntries(labels.map((l) => [str(l['key']), str(l['value'])])),
     taints: taints.map((t) => ({ key: str(t['key']), value: str(t['value']), effect: str(t['effect']) })),
     ...(str(sg['spot_strategy']) ? { spotStrategy: str(sg['spot_strategy']) } : {}),
-    ...(Array.isArray(sg['spot_price_limit']) && (sg['spot_price_limit'] as Json[]).length > 0
-      ? {
-          spotPriceLimits: Object.fromEntries(
-            (sg['spot_price_limit'] as Json[]).map((l) => [str(l['instance_type']), num(l['price_limit'])]),
-          ),
-        }
-      : {}),
+    ...(limits.length > 0 ? { spotPriceLimits: Object.fromEntries(limits) } : {}),
   };
 }
 

@@ -36,6 +36,8 @@ export function aliCloudRepair(
       if (action.step === 'grow') {
         const pool = (await cloud.listNodePools()).find((p) => p.id === action.pool);
         if (!pool) return { done: false, message: `node pool ${action.pool} not found` };
+        if (pool.desiredSize === undefined)
+          return { done: false, message: `ACK gives no desired size for node pool ${pool.name}: nothing set` };
         // Asked before (a retry), or the pool changed since the sweep read it: the next sweep decides again.
         if (pool.desiredSize >= action.to)
           return { done: false, message: `node pool ${pool.name} already wants ${pool.desiredSize} nodes` };
