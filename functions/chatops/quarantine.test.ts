@@ -7,6 +7,7 @@ import { describe, expect, it } from 'vitest';
 import { RecordingPublisher } from '../adapters/bus.ts';
 import { RecordingNotifier } from '../adapters/chat/notifier.ts';
 import { manualClock } from '../adapters/clock.ts';
+import { dryRunPorts } from '../adapters/kube/dry-run.ts';
 import { fakeKube } from '../adapters/kube/fake.ts';
 import { silentLogger } from '../adapters/logger.ts';
 import { DEFAULT_POLICY } from '../remediate/core/policy.ts';
@@ -15,7 +16,7 @@ import { quarantine } from './quarantine.ts';
 
 const UUID = 'GPU-5f2c3a00-8d41-4b7a-9e0f-1c2d3e4f5a6b';
 
-function setup(o: { budget?: boolean } = {}) {
+function setup(o: { budget?: boolean; dryRun?: boolean } = {}) {
   const clock = manualClock(Date.parse('2026-12-06T02:00:00.000Z'));
   const kube = fakeKube({ clock });
   kube.cluster.addNode({
@@ -34,13 +35,13 @@ function setup(o: { budget?: boolean } = {}) {
   // A budget that lets none of the training pods go.
   if (o.budget) kube.cluster.addPdb({ namespace: 'ml', matchLabels: { app: 'train' }, minAvailable: 1 });
   const ports: CommandPorts = {
-    kube,
+    kube: o.dryRun ? dryRunPorts(kube, () => {}) : kube,
     publisher: new RecordingPublisher(),
     notifier: new RecordingNotifier(),
     clock,
     logger: silentLogger,
     holder: 'test',
-    dryRun: false,
+    dryRun: o.dryRun ?? false,
   };
   const who = { platform: 'slack', id: 'U-OPS', channel: 'C-OPS' } as const;
   return {
@@ -66,6 +67,13 @@ describe('quarantine, answered in chat', () => {
     expect(answer).not.toMatch(/evicted 1 pod/);
     expect(answer).toMatch(/1 pod not evicted: ml\/train .*disruption budget/);
     expect(answer).toMatch(/still runs on GPU-5f2c3a00/);
+  });
+
+  it('says, in a dry run, what a live run would evict, and evicts nothing', async () => {
+    const { kube, ask } = setup({ dryRun: true });
+    const answer = await ask();
+    expect(answer).toMatch(/^dry run, nothing changed: .*\. A live run would: evict 1 pod \(ml\/train\)$/);
+    expect(kube.cluster.pod('ml', 'train')?.terminating).toBe(false);
   });
 
   it('says an eviction the API server failed, with its error', async () => {

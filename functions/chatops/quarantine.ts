@@ -103,7 +103,7 @@ function outcomeWords(plan: Plan, applied: Applied, dryRun: boolean, gpu: string
     (s) => s.kind !== 'evict' && (s.result === 'failed' || s.result === 'skipped' || s.result === 'blocked'),
   );
   const done = [
-    ...(moved.length > 0 ? [`${dryRun ? 'would evict' : 'evicted'} ${pods(moved.length)} (${list(moved)})`] : []),
+    ...(moved.length > 0 ? [`${dryRun ? 'evict' : 'evicted'} ${pods(moved.length)} (${list(moved)})`] : []),
     ...(gone.length > 0 ? [`${pods(gone.length)} already gone (${list(gone)})`] : []),
   ];
   const notDone = [
@@ -123,9 +123,9 @@ function outcomeWords(plan: Plan, applied: Applied, dryRun: boolean, gpu: string
     ...undone.map((s) => `${s.kind} ${s.target} ${s.result}${s.message ? `: ${s.message}` : ''}`),
   ];
   // No eviction asked (none on the GPU, or its pods left to finish): the plan's words said which.
-  if (done.length === 0 && notDone.length === 0) done.push('every step');
+  if (done.length === 0 && notDone.length === 0) done.push(dryRun ? 'carry out every step' : 'every step');
   return [
-    ...(done.length > 0 ? [`${dryRun ? 'Would be done' : 'Done'}: ${done.join('; ')}`] : []),
+    ...(done.length > 0 ? [`${dryRun ? 'A live run would' : 'Done'}: ${done.join('; ')}`] : []),
     ...(notDone.length > 0 ? [`NOT done: ${notDone.join('; ')}`] : []),
   ].join('. ');
 }
