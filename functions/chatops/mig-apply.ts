@@ -34,7 +34,9 @@ export async function migApply(p: CommandPorts, mig: MigRebalanceConfig): Promis
       ? `${dryRun ? 'dry run: would have started' : 'started'} the relayout of ${started.join(', ')} (mig-parted ` +
         `config written, node cordoned; rebalance-mig sets nvidia.com/mig.config after the sync and uncordons ` +
         `when mig-manager succeeds)`
-      : `${dryRun ? 'dry run: ' : ''}no relayout started`,
+      : // Planned and refused (gpu-reflex's mig-parted ConfigMap not its own, or not the one mig-manager reads): the
+        // table above reads as a plan under way unless the answer says why none started, and how to fix it.
+        `${dryRun ? 'dry run: ' : ''}no relayout started${out.refused ? `: ${out.refused}` : ''}`,
     ...(moved.length > 0 ? [`moved on: ${moved.join(', ')}`] : []),
     ...(out.underWay.length > 0 && started.length === 0 ? [`under way: ${out.underWay.join(', ')}`] : []),
   ];

@@ -8,6 +8,7 @@ import { RecordingPublisher } from '../adapters/bus.ts';
 import { RecordingNotifier } from '../adapters/chat/notifier.ts';
 import { manualClock } from '../adapters/clock.ts';
 import { TransientError } from '../adapters/errors.ts';
+import { dryRunPorts } from '../adapters/kube/dry-run.ts';
 import { fakeKube } from '../adapters/kube/fake.ts';
 import { silentLogger } from '../adapters/logger.ts';
 import { getApproval } from '../lib/approvals.ts';
@@ -15,7 +16,7 @@ import { AutoscalePolicySchema } from '../lib/pool-policy.ts';
 import type { CommandPorts } from './command-ports.ts';
 import { CHAT_APPROVALS_SHARD, decidePoolScale, poolScale, type PoolPorts } from './pool-scale.ts';
 
-function setup() {
+function setup(o: { dryRun?: boolean } = {}) {
   const clock = manualClock(Date.parse('2026-12-06T02:00:00.000Z'));
   const kube = fakeKube({ clock });
   const pool = { id: 'np-t4', desiredSize: 1 } as NodePool;
@@ -35,13 +36,14 @@ function setup() {
   };
   const notifier = new RecordingNotifier();
   const ports: CommandPorts = {
-    kube,
+    // As run.ts portsFor wires a dry run: the state store's decorator keeps nothing it is asked to write.
+    kube: o.dryRun ? dryRunPorts(kube, () => {}) : kube,
     publisher: new RecordingPublisher(),
     notifier,
     clock,
     logger: silentLogger,
     holder: 'test',
-    dryRun: false,
+    dryRun: o.dryRun ?? false,
   };
   const pools: PoolPorts = {
     policy: AutoscalePolicySchema.parse({ pools: { 'np-t4': { min: 1, max: 10, maxStep: 2 } } }),
@@ -118,5 +120,18 @@ describe('a held pool scale, approved after the pool moved', () => {
     expect(t.pool.desiredSize).toBe(9);
     // Not closed as approved: it still reads open, and said nothing was applied.
     expect(await getApproval(t.kube.state, id, CHAT_APPROVALS_SHARD)).toMatchObject({ status: 'open' });
+  });
+});
+
+describe('a large pool scale, asked as a dry run', () => {
+  it('says it would be held for approval, and gives no id: none was recorded, so none can be approved', async () => {
+    const t = setup({ dryRun: true });
+    const said = await t.hold(8);
+    expect(said).toMatch(/^dry run, nothing changed: pool scale np-t4 1 → 8 adds 7 nodes, more than its maxStep 2/);
+    expect(said).toContain('would be held for approval');
+    expect(said).not.toMatch(/apr-/);
+    expect(said).not.toContain('approve');
+    expect(t.notifier.notices).toEqual([]);
+    expect(t.pool.desiredSize).toBe(1);
   });
 });

@@ -17,7 +17,7 @@ export interface PoolPorts {
  * `pool scale POOL N`: an absolute desired size through the autoscaler's CloudPools port, within
  * the pool's min/max from the autoscale policy. A scale-out of more than the pool's `maxStep` (the
  * most the autoscaler itself adds at once) is costly: it is recorded as an approval and asked in
- * chat, not carried out.
+ * chat, not carried out (a dry run says it would be, and records nothing).
  */
 export async function poolScale(
   p: CommandPorts,
@@ -49,6 +49,10 @@ export async function poolScale(
     const summary =
       `pool scale ${poolId} ${pool.desiredSize} → ${size} adds ${size - pool.desiredSize} nodes, more ` +
       `than its maxStep ${bounds.maxStep}: it needs approval`;
+    // A dry run records nothing (its state store is the decorator's), so there is no id to answer: one told here
+    // would be answered "unknown id" by approve, or read as a request held when none is.
+    if (dryRun)
+      return `${lead}${summary}: it would be held for approval (ask again without --dry-run to hold it and get its id)`;
     await recordApproval(
       p.kube.state,
       {

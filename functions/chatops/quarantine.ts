@@ -2,7 +2,9 @@ import { GpuUuid, readMigInventory } from '../../events/index.ts';
 import { NotFoundError } from '../adapters/errors.ts';
 import type { NodeInfo } from '../adapters/kube/model.ts';
 import type { Policy } from '../remediate/index.ts';
-import { approvalIdOf, OPERATOR_REQUEST, remediate } from '../remediate/index.ts';
+import { approvalIdOf, OPERATOR_REQUEST, remediate, toRemediationDetail } from '../remediate/index.ts';
+import type { Plan } from '../remediate/core/types.ts';
+import type { Applied } from '../lib/apply.ts';
 import type { CommandPorts } from './command-ports.ts';
 import type { ChatUser } from './run.ts';
 
@@ -65,7 +67,7 @@ export async function quarantine(
       by,
     },
   } as const;
-  const { plan } = await remediate(event, {
+  const { plan, applied } = await remediate(event, {
     ...p.kube,
     publisher: p.publisher,
     notifier: p.notifier,
@@ -81,5 +83,49 @@ export async function quarantine(
       `approver answers "approve ${approvalIdOf(plan)}"`
     );
   if (plan.kind === 'noop') return `${lead}nothing to do: ${plan.reason}`;
-  return `${lead}${plan.reason}`;
+  return `${lead}${plan.reason.replace(/\.$/, '')}. ${outcomeWords(plan, applied, p.dryRun, gpu.uuid)}`;
+}
+
+/**
+ * What the applier answered, step by step (the Remediation report's own reading of it): the plan's words say
+ * what was decided ("evicting the 1 pod on it"), and a disruption budget, a failed call or a missing port can
+ * leave that undone; the person who asked must read that here, not find the pod still on the faulty GPU.
+ */
+function outcomeWords(plan: Plan, applied: Applied, dryRun: boolean, gpu: string): string {
+  const steps = toRemediationDetail(plan, applied, { occurredAt: new Date(0), dryRun }).steps;
+  const list = (xs: string[]) => xs.slice(0, 5).join(', ') + (xs.length > 5 ? ` and ${xs.length - 5} more` : '');
+  const pods = (n: number) => (n === 1 ? '1 pod' : `${n} pods`);
+  const evicts = steps.filter((s) => s.kind === 'evict').map((s) => ({ ...s, target: s.target.replace(/^pod\//, '') }));
+  const moved = evicts.filter((s) => s.result === 'done' || s.result === 'dry-run').map((s) => s.target);
+  const gone = evicts.filter((s) => s.result === 'already').map((s) => s.target);
+  const kept = evicts.filter((s) => s.result === 'blocked' || s.result === 'failed' || s.result === 'skipped');
+  const undone = steps.filter(
+    (s) => s.kind !== 'evict' && (s.result === 'failed' || s.result === 'skipped' || s.result === 'blocked'),
+  );
+  const done = [
+    ...(moved.length > 0 ? [`${dryRun ? 'evict' : 'evicted'} ${pods(moved.length)} (${list(moved)})`] : []),
+    ...(gone.length > 0 ? [`${pods(gone.length)} already gone (${list(gone)})`] : []),
+  ];
+  const notDone = [
+    ...(kept.length > 0
+      ? [
+          `${pods(kept.length)} not evicted: ` +
+            kept
+              .slice(0, 5)
+              .map((s) => `${s.target} (${s.result}${s.message ? `: ${s.message}` : ''})`)
+              .join(', ') +
+            (kept.length > 5 ? ` and ${kept.length - 5} more` : '') +
+            `; ${kept.length === 1 ? 'it still runs' : 'they still run'} on ${gpu} until the sweep's retry ` +
+            '(every minute) evicts ' +
+            (kept.length === 1 ? 'it' : 'them'),
+        ]
+      : []),
+    ...undone.map((s) => `${s.kind} ${s.target} ${s.result}${s.message ? `: ${s.message}` : ''}`),
+  ];
+  // No eviction asked (none on the GPU, or its pods left to finish): the plan's words said which.
+  if (done.length === 0 && notDone.length === 0) done.push(dryRun ? 'carry out every step' : 'every step');
+  return [
+    ...(done.length > 0 ? [`${dryRun ? 'A live run would' : 'Done'}: ${done.join('; ')}`] : []),
+    ...(notDone.length > 0 ? [`NOT done: ${notDone.join('; ')}`] : []),
+  ].join('. ');
 }

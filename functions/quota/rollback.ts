@@ -16,14 +16,17 @@ export interface RolledBack {
   to: Record<string, string>;
   /** gpu-reflex had created the quota: it was deleted, not emptied, and is not held. */
   deleted: boolean;
-  /** Said when `force` let a rollback go below what the namespace uses. */
+  /** Said when `force` let a rollback go below what the namespace uses, or cut where its usage is unknown. */
   warnings: string[];
 }
 
 export interface RollbackOutcome {
   restored: RolledBack[];
   skipped: { namespace: string; why: string }[];
-  /** Left alone: going back would put the namespace below what it uses (and `force` was not given). */
+  /**
+   * Left alone: going back would put the namespace below what it uses, or cut where its usage is unknown (and
+   * `force` was not given).
+   */
   refused: { namespace: string; why: string }[];
 }
 
@@ -48,6 +51,24 @@ function belowUsage(to: Record<string, string>, used: Record<string, string>): s
 }
 
 /**
+ * `requests.cpu 8 (unlimited now)` for each key the rollback cuts (lower than now, or a limit where there was
+ * none) whose usage the quota's status does not give: the quota controller has not counted it yet (a quota just
+ * written, a resource it did not limit before). Unknown usage is no room to cut into: the cut is weighed like
+ * one below usage.
+ */
+function unweighed(to: Record<string, string>, hard: Record<string, string>, used: Record<string, string>): string[] {
+  return Object.keys(to)
+    .sort()
+    .flatMap((k) => {
+      if (amount(used[k]) !== undefined) return [];
+      const v = amount(to[k]);
+      const now = amount(hard[k]);
+      const cut = hard[k] === undefined || v === undefined || now === undefined || v < now;
+      return cut ? [`${k} ${to[k]} (${hard[k] === undefined ? 'unlimited' : hard[k]} now)`] : [];
+    });
+}
+
+/**
  * `gpu-reflex quota rollback`: each gpu-reflex quota (of `namespaces`, or all) goes back to the
  * values its last rewrite replaced, and is held from further rewrites for `holdMinutes`. The
  * values it leaves become the new "previous", so a rollback can itself be rolled back.
@@ -55,8 +76,8 @@ function belowUsage(to: Record<string, string>, used: Record<string, string>): s
  * A quota gpu-reflex created (previous `null`, or `{}` as written before 2026-12) goes back to
  * absence: it is deleted (with the resourceVersion read), not emptied, and not held — an empty or
  * absent quota held for an hour would leave the namespace unlimited that long; the rewriter writes
- * it again at its next round. Going back below what a namespace uses (the quota's status.used) is
- * refused unless `force`, and said either way.
+ * it again at its next round. Going back below what a namespace uses (the quota's status.used), or
+ * cutting a value whose usage status.used does not give, is refused unless `force`, and said either way.
  */
 export async function rollbackQuotas(
   deps: Omit<QuotaDeps, 'nodes' | 'pods' | 'leases' | 'holder'>,
@@ -88,9 +109,19 @@ export async function rollbackQuotas(
     const created = previous === null || Object.keys(previous).length === 0;
     const to = previous ?? {};
     const below = created ? [] : belowUsage(to, q.used);
+    const unknown = created ? [] : unweighed(to, q.hard, q.used);
+    const whys = [
+      ...(below.length > 0 ? [`going back would put it below what it uses: ${below.join(', ')}`] : []),
+      ...(unknown.length > 0
+        ? [
+            'going back would cut it where its usage is unknown (the quota’s status has no used for it yet): ' +
+              unknown.join(', '),
+          ]
+        : []),
+    ];
     const warnings: string[] = [];
-    if (below.length > 0) {
-      const why = `going back would put it below what it uses: ${below.join(', ')}`;
+    if (whys.length > 0) {
+      const why = whys.join('; ');
       if (!opts.force) {
         out.refused.push({
           namespace: q.namespace,

@@ -311,4 +311,30 @@ describe('rewrite-quotas', () => {
     ]);
     expect(await hard('ml')).toBe('10');
   });
+
+  it('refuses a cut it cannot weigh against usage: the quota reports no used for the resource yet', async () => {
+    await rewriteQuotas(deps);
+    await kube.nodes.addTaint('gpu-2', { key: DEFAULT_TAINT_KEY, value: 'xid-79', effect: 'NoSchedule' });
+    await rewriteQuotas(deps); // ml 16 → 8 (previous 16)
+    // The quota controller has not counted ml yet (a quota just written, or a resource it did not limit before),
+    // and the previous value is a cut: ml may run more than 4.
+    const q = kube.cluster.quotas.get('ml/gpu-reflex')!;
+    q.used = {};
+    q.annotations = { ...q.annotations, [PREVIOUS_HARD_ANNOTATION]: JSON.stringify({ [K]: '4', 'requests.cpu': '8' }) };
+    const refused = await rollbackQuotas(deps, ['ml'], 60);
+    expect(refused.restored).toEqual([]);
+    expect(refused.refused).toEqual([
+      {
+        namespace: 'ml',
+        why:
+          'going back would cut it where its usage is unknown (the quota’s status has no used for it yet): ' +
+          'requests.cpu 8 (unlimited now), requests.nvidia.com/gpu 4 (8 now); nothing changed (gpu-reflex quota ' +
+          'rollback --force to roll back anyway)',
+      },
+    ]);
+    expect(await hard('ml')).toBe('8');
+    // Going up needs no usage: nothing is taken away.
+    q.annotations = { ...q.annotations, [PREVIOUS_HARD_ANNOTATION]: JSON.stringify({ [K]: '16' }) };
+    expect((await rollbackQuotas(deps, ['ml'], 60)).restored.map((x) => x.to)).toEqual([{ [K]: '16' }]);
+  });
 });
