@@ -86,6 +86,18 @@ describe('stepMigRestore', () => {
     ['its instances listed after the reset', incident(), facts(MIG_LABELS, inventory(3, seven)), 'ready'],
     ['the GPU listed empty after the reset', incident(), facts(MIG_LABELS, inventory(3, [])), 'restart'],
     [
+      'the GPU listed empty after the reset, its MIG mode unknown (never read as a GPU without MIG)',
+      incident(),
+      facts(MIG_LABELS, {
+        [MIG_INVENTORY_ANNOTATION]: JSON.stringify({
+          v: 1,
+          at: at(3),
+          gpus: [{ index: 3, uuid: G3, instances: [], migModeUnknown: 'NVML did not say whether it is in MIG mode' }],
+        }),
+      }),
+      'restart',
+    ],
+    [
       'after the restart, still the empty inventory',
       incident({ migRestartedAt: at(4) }),
       facts(MIG_LABELS, inventory(3, [])),
