@@ -175,6 +175,29 @@ describe('stepMigRestore', () => {
   });
 });
 
+describe('stepMigRestore with an inventory it cannot read', () => {
+  // Not JSON, or not the contract (an agent newer than these functions adds a field the strict schema refuses): the
+  // annotation is there, so the agent lists MIG GPUs, and what it says of this one is unknown — never "not MIG".
+  const unreadable = { [MIG_INVENTORY_ANNOTATION]: JSON.stringify({ v: 1, at: at(3), gpus: [{ index: 3 }] }) };
+  const t = P.repair.answerTimeoutMinutes;
+
+  it('waits instead of returning the GPU, and past the timeout fails naming the problem', () => {
+    expect(stepMigRestore(incident(), facts(MIG_LABELS, unreadable), [MANAGER], new Date(at(5)), P).kind).toBe('wait');
+    expect(
+      stepMigRestore(incident(), facts(MIG_LABELS, { [MIG_INVENTORY_ANNOTATION]: '{' }), [], new Date(at(2 + t)), P),
+    ).toMatchObject({ kind: 'failed', why: expect.stringContaining(`${MIG_INVENTORY_ANNOTATION} is not JSON`) });
+  });
+
+  it('after the restart too: not back until an inventory it reads lists the instances', () => {
+    const restarted = incident({ migRestartedAt: at(4) });
+    expect(stepMigRestore(restarted, facts(MIG_LABELS, unreadable), [], new Date(at(5)), P).kind).toBe('wait');
+    expect(stepMigRestore(restarted, facts(MIG_LABELS, unreadable), [], new Date(at(4 + t)), P)).toMatchObject({
+      kind: 'failed',
+      why: expect.stringContaining('does not match the contract'),
+    });
+  });
+});
+
 describe('the sweep: a reset MIG GPU returns only with its instances', () => {
   const agentWrites = (w: World, minute: number, instances: MigInventory['gpus'][number]['instances']): World => ({
     ...w,
