@@ -50,6 +50,14 @@ export const MigInventorySchema = z
              */
             inUseUnknown: z.string().min(1).max(256).optional(),
             /**
+             * Why the agent cannot say whether this GPU, which has no instance, is in MIG mode: `nvmlDeviceGetMigMode`
+             * failed (any error but NOT_SUPPORTED, which NVIDIA's NVML API Reference gives for a GPU without MIG).
+             * After a reset only the mode tells an emptied MIG GPU from one without MIG, so it is listed with
+             * `instances: []` and this: the MIG planner relays nothing on it, and remediation's restore returns no
+             * reset GPU on it (functions/remediate/core/mig-restore.ts). Optional: absent, a listed GPU is in MIG mode.
+             */
+            migModeUnknown: z.string().min(1).max(256).optional(),
+            /**
              * The GPU's MIG profile table as NVML offers it (`nvmlDeviceGetGpuInstanceProfileInfoV` and its
              * possible placements): for a model no built-in table lists, the planner's only source
              * (functions/lib/mig-profiles.ts modelFromReported). Optional: older agents do not send it.

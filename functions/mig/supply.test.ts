@@ -315,6 +315,26 @@ describe('readMigFleet', () => {
     ]);
   });
 
+  it('never relays a GPU with no instance whose MIG mode the agent could not read, and says so', () => {
+    const why = 'NVML did not say whether it is in MIG mode (nvmlDeviceGetMigMode: NVML_ERROR_UNKNOWN)';
+    const inv: MigInventory = {
+      v: 1,
+      at: '2026-11-21T03:00:00.000Z',
+      gpus: [{ index: 0, uuid: 'GPU-00000000-0000-4000-8000-000000000000', instances: [], migModeUnknown: why }],
+    };
+    const n = node(
+      'h',
+      {},
+      { 'nvidia.com/mig-7g.80gb': '1' },
+      { annotations: { [MIG_INVENTORY_ANNOTATION]: JSON.stringify(inv) } },
+    );
+    const f = readMigFleet([n], []);
+    expect(f.nodes[0]!.gpus.map((g) => g.locked !== undefined)).toEqual([true]);
+    expect(f.notes).toEqual([
+      `h: GPU 0 has no MIG instance and the node agent cannot tell whether it is in MIG mode (${why}): not relaid`,
+    ]);
+  });
+
   it('never relays a GPU whose processes the agent could not list, and counts none of its instances as placing a pod', () => {
     // nvmlDeviceGetComputeRunningProcesses_v3 answered NOT_SUPPORTED (or failed): which of its instances
     // processes run in is unknown, a process outside Kubernetes included. Read as in use (whatever the agent

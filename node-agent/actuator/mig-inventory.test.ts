@@ -331,3 +331,70 @@ describe('nvmlMigInventory where NVML cannot list the processes', () => {
     expect(readMigInventory({ [MIG_INVENTORY_ANNOTATION]: inv({}) }).inventory?.gpus[0]?.inUseUnknown).toBeUndefined();
   });
 });
+
+describe('nvmlMigInventory where NVML cannot read a MIG mode', () => {
+  // nvmlDeviceGetMigMode answers NOT_SUPPORTED on a GPU without MIG (docs.nvidia.com/deploy/nvml-api, "Multi
+  // Instance GPU Management"); any other error says nothing of the mode. After a reset a MIG GPU has no instance,
+  // and only its mode tells it from a GPU without MIG: unread, it was left out, and remediation's restore
+  // (functions/remediate/core/mig-restore.ts) read a GPU the agent does not list as one with nothing of MIG to
+  // wait for, and returned it to service with no instance, where mig-manager never recreates them.
+  it('lists the GPU with no instance and says why, until NVML answers it', async () => {
+    const mig = { profile: '3g.40gb', giProfileId: 9, size: 4 };
+    const { nvml, mock } = await openMockNvml(
+      oneGpu({
+        migMode: true,
+        migDevices: [
+          { ...mig, start: 0, giId: 1, uuid: 'MIG-00000000-1111-2222-3333-444444444401' },
+          { ...mig, start: 4, giId: 2, uuid: 'MIG-00000000-1111-2222-3333-444444444402' },
+        ],
+      }),
+    );
+    try {
+      const uuid = 'GPU-00000000-1111-2222-3333-444444444444';
+      const r = rig({ gpus: nvmlMigInventory(nvml) });
+      await r.actuator.tick();
+      expect(readMigInventory(r.annotations).inventory!.gpus.map((g) => [g.uuid, g.instances.length])).toEqual([
+        [uuid, 2],
+      ]);
+
+      // The reset destroys both instances, and the driver now errors on the mode (NVML_ERROR_UNKNOWN, 999).
+      expect(mock.resetGpu(0)).toBe(0);
+      const lib = nvml.lib as unknown as Record<string, unknown>;
+      const real = lib.nvmlDeviceGetMigMode;
+      lib.nvmlDeviceGetMigMode = () => 999;
+      r.advance(10_000);
+      await r.actuator.tick();
+      // Not an inventory without the GPU, written after the reset: the GPU, empty, its mode unknown.
+      const unknown = readMigInventory(r.annotations).inventory!;
+      expect(unknown.at).toBe(new Date(T0 + 10_000).toISOString());
+      expect(unknown.gpus).toEqual([
+        { index: 0, uuid, instances: [], migModeUnknown: expect.stringMatching(/MIG mode .*nvmlDeviceGetMigMode/) },
+      ]);
+
+      // NVML answers again: the GPU is listed in MIG mode with no instance, what the restore acts on.
+      lib.nvmlDeviceGetMigMode = real;
+      r.advance(10_000);
+      await r.actuator.tick();
+      const after = readMigInventory(r.annotations).inventory!;
+      expect(after.at).toBe(new Date(T0 + 20_000).toISOString());
+      expect(after.gpus.map((g) => [g.uuid, g.instances.length, g.migModeUnknown])).toEqual([[uuid, 0, undefined]]);
+    } finally {
+      nvml.close();
+    }
+  });
+
+  it('is read by the contract, and an older agent without the field still is', () => {
+    const inv = (extra: object) =>
+      JSON.stringify({ v: 1, at: '2026-11-21T03:00:00.000Z', gpus: [{ index: 0, uuid: G0, instances: [], ...extra }] });
+    const why = 'NVML did not say whether it is in MIG mode (nvmlDeviceGetMigMode: NVML_ERROR_UNKNOWN)';
+    expect(readMigInventory({ [MIG_INVENTORY_ANNOTATION]: inv({ migModeUnknown: why }) }).inventory?.gpus[0]).toEqual({
+      index: 0,
+      uuid: G0,
+      instances: [],
+      migModeUnknown: why,
+    });
+    expect(
+      readMigInventory({ [MIG_INVENTORY_ANNOTATION]: inv({}) }).inventory?.gpus[0]?.migModeUnknown,
+    ).toBeUndefined();
+  });
+});

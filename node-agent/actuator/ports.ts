@@ -192,7 +192,7 @@ export function nvidiaSmiReset(path: string, timeoutMs = 120_000): GpuReset {
  * not list reads every instance in use, with why (`inUseUnknown`), never "nothing runs here". A GPU in MIG mode with no
  * instance is listed with none: a reset destroys every instance and only mig-manager recreates
  * them, so an empty MIG GPU is a fact the functions must see (never returned to service so).
- * GPUs without MIG mode are left out.
+ * GPUs without MIG mode are left out; one with no instance whose mode NVML cannot read is listed empty, with why.
  */
 /** The names the inventory's contract takes (events/common.ts MigProfile); a table row named otherwise is left out. */
 const MIG_PROFILE_NAME = /^\d+g\.\d+gb(\+me|\+me\.all|-me|\+gfx)?$/;
@@ -237,8 +237,11 @@ export function nvmlMigInventory(
       } catch {
         return; // a GPU NVML cannot read (lost, or refusing) is not listed: the planner then sees no layout for it
       }
-      // Read only for a GPU with no instance (most of a fleet has none): is it MIG-enabled but empty?
-      if (devices.length === 0 && !migModeOn(nvml, d)) return;
+      // Only for a GPU with no instance (most have none): MIG-enabled but empty? Unknown: listed empty, with why.
+      const mode = devices.length ? true : migModeOn(nvml, d);
+      if (mode === false) return;
+      const uuid = d.uuid();
+      if (typeof mode === 'string') return void out.push({ index, uuid, instances: [], migModeUnknown: mode });
       // Which instances processes run in, or why NVML cannot say: then every instance reads in use, and the
       // GPU says why (the planner relays nothing on it), where `?? []` called a GPU NVML could not list idle.
       const listed = processesOf(d);
@@ -269,7 +272,6 @@ export function nvmlMigInventory(
           };
         })
         .sort((a, b) => (a.start ?? 0) - (b.start ?? 0) || a.gi - b.gi);
-      const uuid = d.uuid();
       const profiles = tableOf(d, uuid);
       out.push({
         index,
@@ -283,11 +285,16 @@ export function nvmlMigInventory(
   };
 }
 
-/** MIG mode is on now; a GPU that cannot say is read as not in MIG mode (it was not listed before either). */
-function migModeOn(nvml: Nvml, d: ReturnType<Nvml['devices']>[number]): boolean {
+/**
+ * MIG mode is on now, or why NVML cannot say. NOT_SUPPORTED is a GPU without MIG (NVML API Reference,
+ * nvmlDeviceGetMigMode: "NVML_ERROR_NOT_SUPPORTED if device doesn't support MIG mode"); any other error is unknown,
+ * never "off" (as in the agent's published inventory, collectors/mig-mode-watch.ts).
+ */
+function migModeOn(nvml: Nvml, d: ReturnType<Nvml['devices']>[number]): boolean | string {
   try {
     return migMode(nvml, d)?.current === true;
-  } catch {
-    return false;
+  } catch (err) {
+    const why = err instanceof Error ? err.message : String(err);
+    return `NVML did not say whether it is in MIG mode (${why})`.slice(0, 256);
   }
 }

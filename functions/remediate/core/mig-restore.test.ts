@@ -86,6 +86,18 @@ describe('stepMigRestore', () => {
     ['its instances listed after the reset', incident(), facts(MIG_LABELS, inventory(3, seven)), 'ready'],
     ['the GPU listed empty after the reset', incident(), facts(MIG_LABELS, inventory(3, [])), 'restart'],
     [
+      'the GPU listed empty after the reset, its MIG mode unknown (never read as a GPU without MIG)',
+      incident(),
+      facts(MIG_LABELS, {
+        [MIG_INVENTORY_ANNOTATION]: JSON.stringify({
+          v: 1,
+          at: at(3),
+          gpus: [{ index: 3, uuid: G3, instances: [], migModeUnknown: 'NVML did not say whether it is in MIG mode' }],
+        }),
+      }),
+      'restart',
+    ],
+    [
       'after the restart, still the empty inventory',
       incident({ migRestartedAt: at(4) }),
       facts(MIG_LABELS, inventory(3, [])),
@@ -159,6 +171,29 @@ describe('stepMigRestore', () => {
     expect(late).toMatchObject({
       kind: 'failed',
       why: expect.stringContaining(`did not come back within ${t} min of restarting mig-manager`),
+    });
+  });
+});
+
+describe('stepMigRestore with an inventory it cannot read', () => {
+  // Not JSON, or not the contract (an agent newer than these functions adds a field the strict schema refuses): the
+  // annotation is there, so the agent lists MIG GPUs, and what it says of this one is unknown — never "not MIG".
+  const unreadable = { [MIG_INVENTORY_ANNOTATION]: JSON.stringify({ v: 1, at: at(3), gpus: [{ index: 3 }] }) };
+  const t = P.repair.answerTimeoutMinutes;
+
+  it('waits instead of returning the GPU, and past the timeout fails naming the problem', () => {
+    expect(stepMigRestore(incident(), facts(MIG_LABELS, unreadable), [MANAGER], new Date(at(5)), P).kind).toBe('wait');
+    expect(
+      stepMigRestore(incident(), facts(MIG_LABELS, { [MIG_INVENTORY_ANNOTATION]: '{' }), [], new Date(at(2 + t)), P),
+    ).toMatchObject({ kind: 'failed', why: expect.stringContaining(`${MIG_INVENTORY_ANNOTATION} is not JSON`) });
+  });
+
+  it('after the restart too: not back until an inventory it reads lists the instances', () => {
+    const restarted = incident({ migRestartedAt: at(4) });
+    expect(stepMigRestore(restarted, facts(MIG_LABELS, unreadable), [], new Date(at(5)), P).kind).toBe('wait');
+    expect(stepMigRestore(restarted, facts(MIG_LABELS, unreadable), [], new Date(at(4 + t)), P)).toMatchObject({
+      kind: 'failed',
+      why: expect.stringContaining('does not match the contract'),
     });
   });
 });

@@ -40,10 +40,10 @@ export function migManagerPods(pods: readonly PodFacts[], policy: Pick<Policy, '
 /**
  * After the passed probe of a reset GPU (`i.resetAt` set): may it return, or must its MIG instances
  * come back first? A GPU the agent does not list (not in MIG mode), or a node whose agent writes no
- * inventory, has nothing of MIG to wait for. An inventory older than the reset is waited for; no
- * newer one within `repair.answerTimeoutMinutes`, or instances that do not return within that long
- * after the restart, or mig-manager reporting `failed`, is a failed repair (the ladder climbs: a
- * reboot starts mig-manager afresh as well).
+ * inventory, has nothing of MIG to wait for. An inventory older than the reset, or one that cannot be
+ * read, is waited for; no newer one within `repair.answerTimeoutMinutes`, or instances that do not
+ * return within that long after the restart, or mig-manager reporting `failed`, is a failed repair
+ * (the ladder climbs: a reboot starts mig-manager afresh as well).
  */
 export function stepMigRestore(
   i: Incident,
@@ -52,11 +52,24 @@ export function stepMigRestore(
   now: Date,
   policy: Pick<Policy, 'repair'>,
 ): MigRestoreStep {
-  const { inventory } = readMigInventory(node.annotations);
+  const { inventory, problem } = readMigInventory(node.annotations);
   const entry = inventory?.gpus.find((g) => g.uuid === i.gpu);
   const config = node.labels[CONFIG];
   const timeout = policy.repair.answerTimeoutMinutes;
   const late = (since: string) => now.getTime() - Date.parse(since) >= timeout * MIN;
+  // An annotation these functions cannot read (not JSON, or a newer agent's field the contract refuses) is there:
+  // the agent lists MIG GPUs, and whether this one is among them, and with what, is unknown — never "not MIG".
+  if (problem !== undefined && i.resetAt !== undefined) {
+    const since = i.migRestartedAt ?? i.resetAt;
+    if (!late(since)) return { kind: 'wait' };
+    return {
+      kind: 'failed',
+      incident: i,
+      why:
+        `whether the MIG instances of ${i.gpu} are back is unknown ${timeout} min after ` +
+        `${i.migRestartedAt ? 'restarting mig-manager' : 'its reset'}: ${problem}`,
+    };
+  }
   if (!i.migRestartedAt) {
     if (!inventory || !entry || i.resetAt === undefined) return { kind: 'ready', incident: i };
     if (cmp(inventory.at, i.resetAt) < 0) {
