@@ -56,6 +56,7 @@ export async function checkAppliedLayouts(
         index: g.index,
         uuid: g.uuid,
         profiles: g.instances.map((i) => i.profile),
+        ...(g.migModeUnknown !== undefined ? { migModeUnknown: g.migModeUnknown } : {}),
       }));
       drift = appliedDrift(config, state, entry, { at: inv.at, gpus })?.slice(0, 1024);
     }

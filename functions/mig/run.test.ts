@@ -533,6 +533,27 @@ describe('rebalance-mig', () => {
     expect(notifier.notices).toHaveLength(3);
   });
 
+  it('tells a person when a GPU of a layout it applied has a MIG mode NVML no longer answers', async () => {
+    // The agent lists such a GPU with no instance and says why (migModeUnknown): an empty GPU is skipped (a reset
+    // emptied it, remediation restores it), but one whose mode is unknown may hold anything: drift to be told.
+    seed('h100-0', [0, 0, 0, 0]);
+    const config = 'gpu-reflex-h100-0-0badc0de';
+    await kube.migParted.update(() => withPartedEntry(undefined, config, [SEVEN, SEVEN, SEVEN, SEVEN], new Set()));
+    kube.cluster.nodes.get('h100-0')!.labels[MIG_CONFIG_LABEL] = config;
+    agentShows('h100-0', 2, []);
+    const stored = kube.cluster.nodes.get('h100-0')!;
+    const inv = readMigInventory(stored.annotations).inventory!;
+    inv.gpus[2]!.migModeUnknown = 'NVML_ERROR_UNKNOWN';
+    stored.annotations[MIG_INVENTORY_ANNOTATION] = JSON.stringify(inv);
+    await rebalanceMig(deps);
+    expect(notifier.notices).toEqual([
+      expect.objectContaining({
+        title: 'gpu-reflex: the MIG layout on h100-0 is not the one gpu-reflex applied',
+        text: expect.stringContaining(`GPU 2 (${GPU(2)}): NVML does not answer its MIG mode (NVML_ERROR_UNKNOWN)`),
+      }),
+    ]);
+  });
+
   it('relays no GPU of a node its agent has not reported a MIG inventory for: layout and use unknown, done unprovable', async () => {
     // Without gpu-reflex.io/mig-inventory each GPU's layout is guessed from the node's totals and nothing says what
     // runs in it (a process outside Kubernetes); and a relayout is done only once that inventory shows it (step 3),

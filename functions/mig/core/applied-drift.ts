@@ -57,13 +57,17 @@ const words = (counts: ReadonlyMap<string, number>) => layoutWords([...counts].f
 /**
  * Why the node's GPUs are not (any more) what `config` (gpu-reflex's, read from its ConfigMap) says, or undefined
  * when they are. `entry` undefined: the ConfigMap no longer holds it. A GPU listed with no instance is left out: a
- * reset emptied it and remediation's repair has mig-manager apply the config again (docs/remediation.md).
+ * reset emptied it and remediation's repair has mig-manager apply the config again (docs/remediation.md); unless NVML
+ * would not say its MIG mode (`migModeUnknown`): then it is drift, told.
  */
 export function appliedDrift(
   config: string,
   state: string | undefined,
   entry: PartedItem[] | undefined,
-  inventory: { at: string; gpus: readonly { index: number; uuid?: string; profiles: readonly string[] }[] },
+  inventory: {
+    at: string;
+    gpus: readonly { index: number; uuid?: string; profiles: readonly string[]; migModeUnknown?: string }[];
+  },
 ): string | undefined {
   if (state === 'failed') return `mig-manager reports nvidia.com/mig.config.state=failed for ${config}`;
   if (!entry)
@@ -79,6 +83,14 @@ export function appliedDrift(
     const gpu = inventory.gpus.find((g) => g.index === index);
     if (!gpu) {
       gaps.push(`GPU ${index} is not in the node agent's MIG inventory`);
+      continue;
+    }
+    // Empty: a reset emptied it and remediation restores it. Empty because NVML would not say its MIG mode (the
+    // agent's migModeUnknown): it may hold anything, and no one else tells a person.
+    if (gpu.profiles.length === 0 && gpu.migModeUnknown !== undefined) {
+      gaps.push(
+        `GPU ${index}${gpu.uuid ? ` (${gpu.uuid})` : ''}: NVML does not answer its MIG mode (${gpu.migModeUnknown})`,
+      );
       continue;
     }
     if (gpu.profiles.length === 0) continue;
