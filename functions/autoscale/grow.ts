@@ -4,7 +4,8 @@ import type { NodeInfo } from '../adapters/kube/model.ts';
 import { startGrowing } from './arrivals.ts';
 import type { PublishedEvent } from '../adapters/bus.ts';
 import type { Notice } from '../adapters/chat/notifier.ts';
-import type { Increment, PoolState, ScaleOutPlan } from './core/planner.ts';
+import type { Increment, ScaleOutPlan } from './core/planner.ts';
+import type { RoundPoolState } from './pool-states.ts';
 import type { MaintenanceBook } from './maintenance.ts';
 import { type AutoscaleDeps, type PoolRecord, flush, record, movable, cooldownMs, sent } from './deps.ts';
 
@@ -99,7 +100,7 @@ export async function growPool(
 export function maintenanceBook(
   deps: AutoscaleDeps,
   fresh: ReadonlyMap<string, PoolRecord>,
-  states: readonly PoolState[],
+  states: readonly RoundPoolState[],
   now: number,
   nodes: readonly NodeInfo[],
 ): MaintenanceBook {
@@ -136,6 +137,7 @@ export function maintenanceBook(
       const members = membersOf(nodes, pool.id);
       await growPool(deps, pool, { from, to, hourlyCost: costOf(pool.id, from, to) }, reason, now, members);
     },
+    gpuOffer: (id) => states.find((s) => s.id === id)?.gpuOffer,
     movable,
   };
 }

@@ -75,15 +75,15 @@ async function world(cloud: Partial<CloudFile>, max = 4, policy: object = {}): P
   );
 }
 
-/** The instance the pool booted for the replacement joins as a Ready node. */
-function joinNew(): void {
+/** The instance the pool booted for the replacement joins as a Ready node (`gpus: false`: its driver is down). */
+function joinNew(gpus = true): void {
   for (const inst of sim.cloud.members('np-t4'))
     if (!kube.cluster.nodes.has(inst.nodeName) && inst.status === 'Running')
       kube.cluster.addNode({
         name: inst.nodeName,
         providerId: `cn-hangzhou.${inst.id}`,
         labels: { [NODEPOOL_LABEL]: 'np-t4' },
-        allocatable: { 'nvidia.com/gpu': '1', cpu: '3500m', memory: '14Gi' },
+        allocatable: { ...(gpus ? { 'nvidia.com/gpu': '1' } : {}), cpu: '3500m', memory: '14Gi' },
       });
 }
 
@@ -169,6 +169,25 @@ describe('planned maintenance (ECS system events)', () => {
     expect((await autoscalePools(deps)).maintenance.preparing).toEqual(['n-a']);
     // Ours (the record says gpu-reflex cordons it), so uncordoned again once the event is over.
     expect(kube.cluster.nodes.get('n-a')!.unschedulable).toBe(true);
+  });
+
+  it('does not take a replacement that joined Ready without its GPUs for capacity: drains by the deadline', async () => {
+    const deps = await world(reboot2h);
+    await clock.advance(30 * MIN);
+    expect((await autoscalePools(deps)).maintenance.preparing).toEqual(['n-a']);
+    expect(sim.cloud.pools.get('np-t4')!.desired).toBe(3);
+    await clock.advance(3 * MIN);
+    // Ready, but its driver or device plugin is down: the serving replica evicted now could land nowhere.
+    joinNew(false);
+    expect((await autoscalePools(deps)).maintenance.draining).toEqual([]);
+    expect(serving()!.terminating).toBe(false);
+    await clock.advance(26 * MIN);
+    expect((await autoscalePools(deps)).maintenance.draining).toEqual([]);
+    // Its GPUs come up: now it is the replacement.
+    const fresh = [...kube.cluster.nodes.values()].find((n) => !['n-a', 'n-b'].includes(n.name))!;
+    fresh.allocatable = { ...fresh.allocatable, 'nvidia.com/gpu': '1' };
+    await clock.advance(1 * MIN);
+    expect((await autoscalePools(deps)).maintenance.draining).toEqual(['n-a']);
   });
 
   it('drains 30 min before the event at the latest when the pool is at its max (no replacement)', async () => {

@@ -20,6 +20,7 @@ import {
   type TrackedNode,
 } from './core/maintenance.ts';
 import { remediationHold, type AutoscaleDeps } from './deps.ts';
+import { advertisesGpus } from './arrivals.ts';
 
 /** A spot instance runs about this long after its interruption notice (ECS preemptible instances overview). */
 export const SPOT_NOTICE_MS = 5 * 60_000;
@@ -29,6 +30,8 @@ export interface MaintenanceBook {
   tracked(poolId: string): Record<string, TrackedNode>;
   /** Why the pool cannot be sized this round (an earlier request is being sent), if so. */
   busy(poolId: string): string | undefined;
+  /** The GPU resources a node of the pool offers (pool-states.ts), or undefined when its type cannot be read. */
+  gpuOffer(poolId: string): Readonly<Record<string, number>> | undefined;
   /** With `intent`, the pool's size change is recorded in the same write (deps.ts PoolRecord.intent). */
   setTracked(
     poolId: string,
@@ -106,10 +109,17 @@ export async function maintainPools(
   const mpools: MaintenancePool[] = managed.map((p) => {
     const bounds = deps.policy.pools[p.id]!;
     const busy = book.busy(p.id);
+    // A member is capacity only Ready with its type's GPUs, as a scale-out's node arrives (arrivals.ts): one whose
+    // driver or device plugin is down is no replacement for the node moved off (its GPU pods could land nowhere).
+    // The offer unknown, none is: the node is drained by its deadline.
+    const offer = book.gpuOffer(p.id);
     return {
       id: p.id,
       desired: p.desiredSize,
-      ready: members.filter((n) => n.labels[NODEPOOL_LABEL] === p.id && n.ready === true).length,
+      ready: offer
+        ? members.filter((n) => n.labels[NODEPOOL_LABEL] === p.id && n.ready === true && advertisesGpus(n, offer))
+            .length
+        : 0,
       max: bounds.max,
       ...(busy ? { noReplacement: busy } : {}),
     };
