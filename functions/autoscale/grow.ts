@@ -113,6 +113,9 @@ export function maintenanceBook(
       const price = states.find((s) => s.id === id)?.hourlyPrice;
       const limit = deps.policy.approval?.aboveHourlyCost;
       if (r?.intent || r?.removal) return 'an earlier size change of the pool is still being sent';
+      // Its last scale-out's nodes did not come (arrivals.ts): one more node asked of it would not come either.
+      const held = states.find((s) => s.id === id)?.arrivalHold;
+      if (held) return `held: ${held}`;
       if (price === undefined) return 'its instance type, or its price, cannot be read';
       if (limit !== undefined && price > limit)
         return `a node costs ${price}/h, above the ${limit}/h the policy lets gpu-reflex spend alone`;

@@ -4,6 +4,7 @@ import { GPU_POOL_SCALED, type GpuPoolScaledDetail } from '../../events/index.ts
 import { startAliCloudSim, type AliCloudSim } from '../../infra/local/alicloud/index.ts';
 import type { CloudFile } from '../../infra/local/alicloud/cloud-file.ts';
 import { RecordingPublisher } from '../adapters/bus.ts';
+import type { RecordingNotifier } from '../adapters/chat/notifier.ts';
 import { manualClock, type ManualClock } from '../adapters/clock.ts';
 import { TransientError } from '../adapters/errors.ts';
 import { fakeKube, type FakeKube } from '../adapters/kube/fake.ts';
@@ -186,6 +187,42 @@ describe('planned maintenance (ECS system events)', () => {
     // Its GPUs come up: now it is the replacement.
     const fresh = [...kube.cluster.nodes.values()].find((n) => !['n-a', 'n-b'].includes(n.name))!;
     fresh.allocatable = { ...fresh.allocatable, 'nvidia.com/gpu': '1' };
+    await clock.advance(1 * MIN);
+    expect((await autoscalePools(deps)).maintenance.draining).toEqual(['n-a']);
+  });
+
+  it("asks no replacement of a pool whose last scale-out's nodes did not arrive: drains by the deadline", async () => {
+    // The pool grew for a pending pod at 0:00 and its node never joined; the reboot's window opens at 0:17.
+    const deps = await world(
+      { systemEvents: [{ node: 'n-a', type: 'SystemMaintenance.Reboot', notBeforeSeconds: 107 * 60 }] },
+      6,
+    );
+    kube.cluster.addPod({
+      name: 'train-0',
+      namespace: 'ml',
+      uid: 'train-0',
+      phase: 'Pending',
+      scheduled: { status: 'False', reason: 'Unschedulable' },
+      extendedResources: { 'nvidia.com/gpu': 1 },
+      requests: { 'nvidia.com/gpu': 1, cpu: 2 },
+      createdAt: new Date(T0).toISOString(),
+    });
+    await autoscalePools(deps);
+    expect(sim.cloud.pools.get('np-t4')!.desired).toBe(3);
+    await clock.advance(16 * MIN);
+    await autoscalePools(deps);
+    await clock.advance(1 * MIN + 1000);
+    const out = await autoscalePools(deps);
+    expect(out.maintenance.preparing).toEqual(['n-a']);
+    // The same broken pool is not grown again for the replacement.
+    expect(sim.cloud.pools.get('np-t4')!.desired).toBe(3);
+    expect(out.maintenance.refused).toEqual([
+      { node: 'n-a', pool: 'np-t4', why: expect.stringMatching(/held: 1 of the 1 nodes it was grown by at 00:00/) },
+    ]);
+    const told = (deps.notifier as RecordingNotifier).notices.find((n) => n.title.includes('moving work off n-a'));
+    expect(told?.text).toMatch(/no node is added to its pool: .*held/);
+    await clock.advance(59 * MIN);
+    expect((await autoscalePools(deps)).maintenance.draining).toEqual([]);
     await clock.advance(1 * MIN);
     expect((await autoscalePools(deps)).maintenance.draining).toEqual(['n-a']);
   });

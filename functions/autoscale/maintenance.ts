@@ -28,7 +28,10 @@ export const SPOT_NOTICE_MS = 5 * 60_000;
 /** What the round lends the maintenance step: the pools' records and how to grow a pool (run.ts). */
 export interface MaintenanceBook {
   tracked(poolId: string): Record<string, TrackedNode>;
-  /** Why the pool cannot be sized this round (an earlier request is being sent), if so. */
+  /**
+   * Why the pool cannot be sized this round (an earlier request is being sent; it is held, its last scale-out's
+   * nodes not arrived: arrivals.ts), if so.
+   */
   busy(poolId: string): string | undefined;
   /** The GPU resources a node of the pool offers (pool-states.ts), or undefined when its type cannot be read. */
   gpuOffer(poolId: string): Readonly<Record<string, number>> | undefined;
@@ -176,7 +179,7 @@ async function carryOut(
       mine.map((s) => ({
         title: `gpu-reflex: moving work off ${s.node} ahead of ${s.tracked.type}`,
         text: (
-          `${s.why}: cordoned${s.tracked.replacement ? '; a node is added to its pool first' : ''}; ` +
+          `${s.why}: cordoned; ${replacementWords(s.node, s.tracked.replacement, plan.refused)}; ` +
           'drained before the deadline'
         ).slice(0, 1000),
         severity: 'info' as const,
@@ -215,4 +218,11 @@ async function carryOut(
   }
   for (const r of plan.refused) deps.logger.info('autoscale-pools: no replacement for a node leaving', r);
   out.refused.push(...plan.refused);
+}
+
+/** What the prepare notice says of the node's replacement: asked for, or why not (a person reads it). */
+function replacementWords(node: string, replacement: boolean, refused: MaintenancePlan['refused']): string {
+  if (replacement) return 'a node is added to its pool first';
+  const why = refused.find((r) => r.node === node)?.why;
+  return `no node is added to its pool${why ? `: ${why}` : ''}`;
 }

@@ -102,6 +102,8 @@ export function numeric(r: Readonly<Record<string, string>>): Record<string, num
 export interface RoundPoolState extends PoolState {
   /** The GPU resources a node of the pool offers (core/template.ts `gpuOffer`), for arrivals.ts `advertisesGpus`. */
   gpuOffer: Readonly<Record<string, number>>;
+  /** Why the pool is held: its last scale-out's nodes did not arrive in time (arrivals.ts `overdue`), if so. */
+  arrivalHold?: string;
 }
 
 export async function poolStates(
@@ -214,6 +216,7 @@ export async function poolStates(
       ...(offer.atMostOne ? { atMostOne: offer.atMostOne } : {}),
       ...(frozen ? { frozen } : {}),
       gpuOffer: offer.allocatable,
+      ...(arrival?.overdue ? { arrivalHold: arrival.overdue } : {}),
     });
   }
   return out;
