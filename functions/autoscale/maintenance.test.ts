@@ -7,6 +7,7 @@ import { RecordingPublisher } from '../adapters/bus.ts';
 import type { RecordingNotifier } from '../adapters/chat/notifier.ts';
 import { manualClock, type ManualClock } from '../adapters/clock.ts';
 import { TransientError } from '../adapters/errors.ts';
+import { createLogger } from '../adapters/logger.ts';
 import { fakeKube, type FakeKube } from '../adapters/kube/fake.ts';
 import { dryRunPorts, type DryRunAction } from '../adapters/kube/dry-run.ts';
 import { dryRunCloudPools } from '../adapters/alicloud/dry-run.ts';
@@ -238,6 +239,38 @@ describe('planned maintenance (ECS system events)', () => {
     expect(serving()!.terminating).toBe(false);
     await clock.advance(1 * MIN);
     expect((await autoscalePools(deps)).maintenance.draining).toEqual(['n-a']);
+  });
+
+  /** DescribeInstanceHistoryEvents from now on lists its events with a NotBefore that cannot be read. */
+  function undatedEvents(deps: AutoscaleDeps, logged: Record<string, unknown>[]): void {
+    const read = deps.cloud.systemEvents.bind(deps.cloud);
+    deps.cloud.systemEvents = async (ids) => (await read(ids)).map((e) => ({ ...e, notBefore: '' }));
+    deps.logger = createLogger({ service: 'test', sink: (l) => logged.push(l) });
+  }
+
+  it('returns no node whose event is still listed with a NotBefore that cannot be read', async () => {
+    const deps = await world(reboot2h);
+    await clock.advance(30 * MIN);
+    await autoscalePools(deps);
+    const logged: Record<string, unknown>[] = [];
+    undatedEvents(deps, logged);
+    await clock.advance(1 * MIN);
+    expect((await autoscalePools(deps)).maintenance.returned).toEqual([]);
+    expect(kube.cluster.nodes.get('n-a')!.unschedulable).toBe(true);
+    // Still drained on the deadline it was prepared for.
+    await clock.advance(59 * MIN);
+    expect((await autoscalePools(deps)).maintenance.draining).toEqual(['n-a']);
+  });
+
+  it('prepares no node on an event whose NotBefore cannot be read, and says so', async () => {
+    const deps = await world(reboot2h);
+    const logged: Record<string, unknown>[] = [];
+    undatedEvents(deps, logged);
+    await clock.advance(30 * MIN);
+    expect((await autoscalePools(deps)).maintenance.preparing).toEqual([]);
+    expect(logged).toContainEqual(
+      expect.objectContaining({ level: 'warn', message: expect.stringMatching(/NotBefore/), node: 'n-a' }),
+    );
   });
 
   it('respects disruption budgets: a blocked eviction is tried again next round', async () => {

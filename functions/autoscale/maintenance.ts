@@ -59,6 +59,7 @@ async function warningsOf(
   deps: AutoscaleDeps,
   pools: readonly NodePool[],
   members: readonly NodeInfo[],
+  tracked: Readonly<Record<string, TrackedNode>>,
 ): Promise<CapacityWarning[] | undefined> {
   const byInstance = new Map(
     members.flatMap((n) => (instanceIdOf(n.providerId) ? [[instanceIdOf(n.providerId)!, n]] : [])),
@@ -69,8 +70,27 @@ async function warningsOf(
     const out: CapacityWarning[] = [];
     for (const e of await deps.cloud.systemEvents([...byInstance.keys()])) {
       const n = byInstance.get(e.instanceId);
-      const deadline = Date.parse(e.notBefore);
-      if (!n || !Number.isFinite(deadline)) continue;
+      if (!n) continue;
+      let deadline = Date.parse(e.notBefore);
+      if (!Number.isFinite(deadline)) {
+        // Listed, so not over: a node prepared for it keeps its stored deadline (never returned on it). A new one
+        // is not prepared on a time nobody knows; a person is told by the log, every round.
+        const t = tracked[n.name];
+        if (t?.eventId !== e.id) {
+          deps.logger.warn(
+            'autoscale-pools: an ECS system event has no NotBefore that can be read: node not prepared',
+            {
+              node: n.name,
+              instanceId: e.instanceId,
+              eventId: e.id,
+              type: e.type,
+              notBefore: e.notBefore,
+            },
+          );
+          continue;
+        }
+        deadline = t.deadline;
+      }
       out.push({ node: n.name, instanceId: e.instanceId, kind: 'maintenance', type: e.type, eventId: e.id, deadline });
     }
     const spot = [...byInstance].filter(([, n]) => spotPools.has(n.labels[NODEPOOL_LABEL] ?? '')).map(([id]) => id);
@@ -108,7 +128,7 @@ export async function maintainPools(
   const members = nodes.filter((n) => ids.has(n.labels[NODEPOOL_LABEL] ?? ''));
   const tracked = Object.assign({}, ...managed.map((p) => book.tracked(p.id))) as Record<string, TrackedNode>;
   if (!policy.enabled && Object.keys(tracked).length === 0) return out;
-  const warnings = policy.enabled ? await warningsOf(deps, managed, members) : [];
+  const warnings = policy.enabled ? await warningsOf(deps, managed, members, tracked) : [];
   const mpools: MaintenancePool[] = managed.map((p) => {
     const bounds = deps.policy.pools[p.id]!;
     const busy = book.busy(p.id);
