@@ -334,6 +334,23 @@ describe('spot interruption (OperationLocks Recycling)', () => {
   });
 });
 
+describe('spot interruption: the instance released', () => {
+  it('does not return a reclaimed spot node that still reads Ready once ECS no longer lists its instance', async () => {
+    const deps = await world({
+      preemptions: [{ node: 'n-a', atSeconds: 60 }],
+      pool: { spotStrategy: 'SpotAsPriceGo' },
+      spotPrices: { 'ecs.gn6i-c4g1.xlarge': 2 },
+    } as Partial<CloudFile> & { pool: object });
+    await clock.advance(2 * MIN);
+    expect((await autoscalePools(deps)).maintenance.preparing).toEqual(['n-a']);
+    // Reclaimed at 6:00; the kubelet's Ready lingers until the node controller's grace period runs out.
+    await clock.advance(4 * MIN + 10_000);
+    const out = await autoscalePools(deps);
+    expect(out.maintenance.returned).toEqual([]);
+    expect(kube.cluster.nodes.get('n-a')!.unschedulable).toBe(true);
+  });
+});
+
 describe('a replacement while a scale-out is still under way', () => {
   it('follows both ACK tasks and reports each once (the replacement does not overwrite the earlier request)', async () => {
     // The warning enters the 90-minute window one minute in, while the scale-out for a pending pod still boots.

@@ -94,8 +94,9 @@ async function warningsOf(
       out.push({ node: n.name, instanceId: e.instanceId, kind: 'maintenance', type: e.type, eventId: e.id, deadline });
     }
     const spot = [...byInstance].filter(([, n]) => spotPools.has(n.labels[NODEPOOL_LABEL] ?? '')).map(([id]) => id);
-    if (spot.length > 0)
-      for (const i of await deps.cloud.instances(spot))
+    if (spot.length > 0) {
+      const listed = await deps.cloud.instances(spot);
+      for (const i of listed)
         if (i.locks?.includes('Recycling'))
           out.push({
             node: byInstance.get(i.id)!.name,
@@ -105,6 +106,24 @@ async function warningsOf(
             eventId: `spot:${i.id}`,
             deadline: deps.clock.now() + SPOT_NOTICE_MS,
           });
+      // DescribeInstances leaves out an instance it no longer has (released: the reclaim carried out), and its
+      // lock with it: that is no interruption called off. A node prepared for it stays so (its Ready may linger
+      // until the node controller's grace period runs out) and is forgotten once it leaves the cluster.
+      const answered = new Set(listed.map((i) => i.id));
+      for (const id of spot) {
+        const n = byInstance.get(id)!;
+        const t = tracked[n.name];
+        if (!answered.has(id) && t?.eventId === `spot:${id}`)
+          out.push({
+            node: n.name,
+            instanceId: id,
+            kind: 'preemption',
+            type: t.type,
+            eventId: t.eventId,
+            deadline: t.deadline,
+          });
+      }
+    }
     return out;
   } catch (e) {
     deps.logger.warn('autoscale-pools: ECS system events unread: no node is returned from maintenance this round', {
