@@ -4,7 +4,8 @@ import type { NodeInfo } from '../adapters/kube/model.ts';
 import { startGrowing } from './arrivals.ts';
 import type { PublishedEvent } from '../adapters/bus.ts';
 import type { Notice } from '../adapters/chat/notifier.ts';
-import type { Increment, PoolState, ScaleOutPlan } from './core/planner.ts';
+import type { Increment, ScaleOutPlan } from './core/planner.ts';
+import type { RoundPoolState } from './pool-states.ts';
 import type { MaintenanceBook } from './maintenance.ts';
 import { type AutoscaleDeps, type PoolRecord, flush, record, movable, cooldownMs, sent } from './deps.ts';
 
@@ -99,7 +100,7 @@ export async function growPool(
 export function maintenanceBook(
   deps: AutoscaleDeps,
   fresh: ReadonlyMap<string, PoolRecord>,
-  states: readonly PoolState[],
+  states: readonly RoundPoolState[],
   now: number,
   nodes: readonly NodeInfo[],
 ): MaintenanceBook {
@@ -112,6 +113,9 @@ export function maintenanceBook(
       const price = states.find((s) => s.id === id)?.hourlyPrice;
       const limit = deps.policy.approval?.aboveHourlyCost;
       if (r?.intent || r?.removal) return 'an earlier size change of the pool is still being sent';
+      // Its last scale-out's nodes did not come (arrivals.ts): one more node asked of it would not come either.
+      const held = states.find((s) => s.id === id)?.arrivalHold;
+      if (held) return `held: ${held}`;
       if (price === undefined) return 'its instance type, or its price, cannot be read';
       if (limit !== undefined && price > limit)
         return `a node costs ${price}/h, above the ${limit}/h the policy lets gpu-reflex spend alone`;
@@ -136,6 +140,7 @@ export function maintenanceBook(
       const members = membersOf(nodes, pool.id);
       await growPool(deps, pool, { from, to, hourlyCost: costOf(pool.id, from, to) }, reason, now, members);
     },
+    gpuOffer: (id) => states.find((s) => s.id === id)?.gpuOffer,
     movable,
   };
 }

@@ -4,8 +4,10 @@ import { GPU_POOL_SCALED, type GpuPoolScaledDetail } from '../../events/index.ts
 import { startAliCloudSim, type AliCloudSim } from '../../infra/local/alicloud/index.ts';
 import type { CloudFile } from '../../infra/local/alicloud/cloud-file.ts';
 import { RecordingPublisher } from '../adapters/bus.ts';
+import type { RecordingNotifier } from '../adapters/chat/notifier.ts';
 import { manualClock, type ManualClock } from '../adapters/clock.ts';
 import { TransientError } from '../adapters/errors.ts';
+import { createLogger } from '../adapters/logger.ts';
 import { fakeKube, type FakeKube } from '../adapters/kube/fake.ts';
 import { dryRunPorts, type DryRunAction } from '../adapters/kube/dry-run.ts';
 import { dryRunCloudPools } from '../adapters/alicloud/dry-run.ts';
@@ -75,15 +77,15 @@ async function world(cloud: Partial<CloudFile>, max = 4, policy: object = {}): P
   );
 }
 
-/** The instance the pool booted for the replacement joins as a Ready node. */
-function joinNew(): void {
+/** The instance the pool booted for the replacement joins as a Ready node (`gpus: false`: its driver is down). */
+function joinNew(gpus = true): void {
   for (const inst of sim.cloud.members('np-t4'))
     if (!kube.cluster.nodes.has(inst.nodeName) && inst.status === 'Running')
       kube.cluster.addNode({
         name: inst.nodeName,
         providerId: `cn-hangzhou.${inst.id}`,
         labels: { [NODEPOOL_LABEL]: 'np-t4' },
-        allocatable: { 'nvidia.com/gpu': '1', cpu: '3500m', memory: '14Gi' },
+        allocatable: { ...(gpus ? { 'nvidia.com/gpu': '1' } : {}), cpu: '3500m', memory: '14Gi' },
       });
 }
 
@@ -171,6 +173,61 @@ describe('planned maintenance (ECS system events)', () => {
     expect(kube.cluster.nodes.get('n-a')!.unschedulable).toBe(true);
   });
 
+  it('does not take a replacement that joined Ready without its GPUs for capacity: drains by the deadline', async () => {
+    const deps = await world(reboot2h);
+    await clock.advance(30 * MIN);
+    expect((await autoscalePools(deps)).maintenance.preparing).toEqual(['n-a']);
+    expect(sim.cloud.pools.get('np-t4')!.desired).toBe(3);
+    await clock.advance(3 * MIN);
+    // Ready, but its driver or device plugin is down: the serving replica evicted now could land nowhere.
+    joinNew(false);
+    expect((await autoscalePools(deps)).maintenance.draining).toEqual([]);
+    expect(serving()!.terminating).toBe(false);
+    await clock.advance(26 * MIN);
+    expect((await autoscalePools(deps)).maintenance.draining).toEqual([]);
+    // Its GPUs come up: now it is the replacement.
+    const fresh = [...kube.cluster.nodes.values()].find((n) => !['n-a', 'n-b'].includes(n.name))!;
+    fresh.allocatable = { ...fresh.allocatable, 'nvidia.com/gpu': '1' };
+    await clock.advance(1 * MIN);
+    expect((await autoscalePools(deps)).maintenance.draining).toEqual(['n-a']);
+  });
+
+  it("asks no replacement of a pool whose last scale-out's nodes did not arrive: drains by the deadline", async () => {
+    // The pool grew for a pending pod at 0:00 and its node never joined; the reboot's window opens at 0:17.
+    const deps = await world(
+      { systemEvents: [{ node: 'n-a', type: 'SystemMaintenance.Reboot', notBeforeSeconds: 107 * 60 }] },
+      6,
+    );
+    kube.cluster.addPod({
+      name: 'train-0',
+      namespace: 'ml',
+      uid: 'train-0',
+      phase: 'Pending',
+      scheduled: { status: 'False', reason: 'Unschedulable' },
+      extendedResources: { 'nvidia.com/gpu': 1 },
+      requests: { 'nvidia.com/gpu': 1, cpu: 2 },
+      createdAt: new Date(T0).toISOString(),
+    });
+    await autoscalePools(deps);
+    expect(sim.cloud.pools.get('np-t4')!.desired).toBe(3);
+    await clock.advance(16 * MIN);
+    await autoscalePools(deps);
+    await clock.advance(1 * MIN + 1000);
+    const out = await autoscalePools(deps);
+    expect(out.maintenance.preparing).toEqual(['n-a']);
+    // The same broken pool is not grown again for the replacement.
+    expect(sim.cloud.pools.get('np-t4')!.desired).toBe(3);
+    expect(out.maintenance.refused).toEqual([
+      { node: 'n-a', pool: 'np-t4', why: expect.stringMatching(/held: 1 of the 1 nodes it was grown by at 00:00/) },
+    ]);
+    const told = (deps.notifier as RecordingNotifier).notices.find((n) => n.title.includes('moving work off n-a'));
+    expect(told?.text).toMatch(/no node is added to its pool: .*held/);
+    await clock.advance(59 * MIN);
+    expect((await autoscalePools(deps)).maintenance.draining).toEqual([]);
+    await clock.advance(1 * MIN);
+    expect((await autoscalePools(deps)).maintenance.draining).toEqual(['n-a']);
+  });
+
   it('drains 30 min before the event at the latest when the pool is at its max (no replacement)', async () => {
     const deps = await world(reboot2h, 2);
     await clock.advance(30 * MIN);
@@ -182,6 +239,38 @@ describe('planned maintenance (ECS system events)', () => {
     expect(serving()!.terminating).toBe(false);
     await clock.advance(1 * MIN);
     expect((await autoscalePools(deps)).maintenance.draining).toEqual(['n-a']);
+  });
+
+  /** DescribeInstanceHistoryEvents from now on lists its events with a NotBefore that cannot be read. */
+  function undatedEvents(deps: AutoscaleDeps, logged: Record<string, unknown>[]): void {
+    const read = deps.cloud.systemEvents.bind(deps.cloud);
+    deps.cloud.systemEvents = async (ids) => (await read(ids)).map((e) => ({ ...e, notBefore: '' }));
+    deps.logger = createLogger({ service: 'test', sink: (l) => logged.push(l) });
+  }
+
+  it('returns no node whose event is still listed with a NotBefore that cannot be read', async () => {
+    const deps = await world(reboot2h);
+    await clock.advance(30 * MIN);
+    await autoscalePools(deps);
+    const logged: Record<string, unknown>[] = [];
+    undatedEvents(deps, logged);
+    await clock.advance(1 * MIN);
+    expect((await autoscalePools(deps)).maintenance.returned).toEqual([]);
+    expect(kube.cluster.nodes.get('n-a')!.unschedulable).toBe(true);
+    // Still drained on the deadline it was prepared for.
+    await clock.advance(59 * MIN);
+    expect((await autoscalePools(deps)).maintenance.draining).toEqual(['n-a']);
+  });
+
+  it('prepares no node on an event whose NotBefore cannot be read, and says so', async () => {
+    const deps = await world(reboot2h);
+    const logged: Record<string, unknown>[] = [];
+    undatedEvents(deps, logged);
+    await clock.advance(30 * MIN);
+    expect((await autoscalePools(deps)).maintenance.preparing).toEqual([]);
+    expect(logged).toContainEqual(
+      expect.objectContaining({ level: 'warn', message: expect.stringMatching(/NotBefore/), node: 'n-a' }),
+    );
   });
 
   it('respects disruption budgets: a blocked eviction is tried again next round', async () => {
@@ -241,6 +330,23 @@ describe('spot interruption (OperationLocks Recycling)', () => {
     const out = await autoscalePools(deps);
     expect(out.maintenance).toMatchObject({ preparing: ['n-a'], draining: ['n-a'] });
     expect(sim.cloud.pools.get('np-t4')!.desired).toBe(3);
+    expect(kube.cluster.nodes.get('n-a')!.unschedulable).toBe(true);
+  });
+});
+
+describe('spot interruption: the instance released', () => {
+  it('does not return a reclaimed spot node that still reads Ready once ECS no longer lists its instance', async () => {
+    const deps = await world({
+      preemptions: [{ node: 'n-a', atSeconds: 60 }],
+      pool: { spotStrategy: 'SpotAsPriceGo' },
+      spotPrices: { 'ecs.gn6i-c4g1.xlarge': 2 },
+    } as Partial<CloudFile> & { pool: object });
+    await clock.advance(2 * MIN);
+    expect((await autoscalePools(deps)).maintenance.preparing).toEqual(['n-a']);
+    // Reclaimed at 6:00; the kubelet's Ready lingers until the node controller's grace period runs out.
+    await clock.advance(4 * MIN + 10_000);
+    const out = await autoscalePools(deps);
+    expect(out.maintenance.returned).toEqual([]);
     expect(kube.cluster.nodes.get('n-a')!.unschedulable).toBe(true);
   });
 });

@@ -20,6 +20,7 @@ import {
   type TrackedNode,
 } from './core/maintenance.ts';
 import { remediationHold, type AutoscaleDeps } from './deps.ts';
+import { advertisesGpus } from './arrivals.ts';
 
 /** A spot instance runs about this long after its interruption notice (ECS preemptible instances overview). */
 export const SPOT_NOTICE_MS = 5 * 60_000;
@@ -27,8 +28,13 @@ export const SPOT_NOTICE_MS = 5 * 60_000;
 /** What the round lends the maintenance step: the pools' records and how to grow a pool (run.ts). */
 export interface MaintenanceBook {
   tracked(poolId: string): Record<string, TrackedNode>;
-  /** Why the pool cannot be sized this round (an earlier request is being sent), if so. */
+  /**
+   * Why the pool cannot be sized this round (an earlier request is being sent; it is held, its last scale-out's
+   * nodes not arrived: arrivals.ts), if so.
+   */
   busy(poolId: string): string | undefined;
+  /** The GPU resources a node of the pool offers (pool-states.ts), or undefined when its type cannot be read. */
+  gpuOffer(poolId: string): Readonly<Record<string, number>> | undefined;
   /** With `intent`, the pool's size change is recorded in the same write (deps.ts PoolRecord.intent). */
   setTracked(
     poolId: string,
@@ -53,6 +59,7 @@ async function warningsOf(
   deps: AutoscaleDeps,
   pools: readonly NodePool[],
   members: readonly NodeInfo[],
+  tracked: Readonly<Record<string, TrackedNode>>,
 ): Promise<CapacityWarning[] | undefined> {
   const byInstance = new Map(
     members.flatMap((n) => (instanceIdOf(n.providerId) ? [[instanceIdOf(n.providerId)!, n]] : [])),
@@ -63,13 +70,33 @@ async function warningsOf(
     const out: CapacityWarning[] = [];
     for (const e of await deps.cloud.systemEvents([...byInstance.keys()])) {
       const n = byInstance.get(e.instanceId);
-      const deadline = Date.parse(e.notBefore);
-      if (!n || !Number.isFinite(deadline)) continue;
+      if (!n) continue;
+      let deadline = Date.parse(e.notBefore);
+      if (!Number.isFinite(deadline)) {
+        // Listed, so not over: a node prepared for it keeps its stored deadline (never returned on it). A new one
+        // is not prepared on a time nobody knows; a person is told by the log, every round.
+        const t = tracked[n.name];
+        if (t?.eventId !== e.id) {
+          deps.logger.warn(
+            'autoscale-pools: an ECS system event has no NotBefore that can be read: node not prepared',
+            {
+              node: n.name,
+              instanceId: e.instanceId,
+              eventId: e.id,
+              type: e.type,
+              notBefore: e.notBefore,
+            },
+          );
+          continue;
+        }
+        deadline = t.deadline;
+      }
       out.push({ node: n.name, instanceId: e.instanceId, kind: 'maintenance', type: e.type, eventId: e.id, deadline });
     }
     const spot = [...byInstance].filter(([, n]) => spotPools.has(n.labels[NODEPOOL_LABEL] ?? '')).map(([id]) => id);
-    if (spot.length > 0)
-      for (const i of await deps.cloud.instances(spot))
+    if (spot.length > 0) {
+      const listed = await deps.cloud.instances(spot);
+      for (const i of listed)
         if (i.locks?.includes('Recycling'))
           out.push({
             node: byInstance.get(i.id)!.name,
@@ -79,6 +106,24 @@ async function warningsOf(
             eventId: `spot:${i.id}`,
             deadline: deps.clock.now() + SPOT_NOTICE_MS,
           });
+      // DescribeInstances leaves out an instance it no longer has (released: the reclaim carried out), and its
+      // lock with it: that is no interruption called off. A node prepared for it stays so (its Ready may linger
+      // until the node controller's grace period runs out) and is forgotten once it leaves the cluster.
+      const answered = new Set(listed.map((i) => i.id));
+      for (const id of spot) {
+        const n = byInstance.get(id)!;
+        const t = tracked[n.name];
+        if (!answered.has(id) && t?.eventId === `spot:${id}`)
+          out.push({
+            node: n.name,
+            instanceId: id,
+            kind: 'preemption',
+            type: t.type,
+            eventId: t.eventId,
+            deadline: t.deadline,
+          });
+      }
+    }
     return out;
   } catch (e) {
     deps.logger.warn('autoscale-pools: ECS system events unread: no node is returned from maintenance this round', {
@@ -102,14 +147,21 @@ export async function maintainPools(
   const members = nodes.filter((n) => ids.has(n.labels[NODEPOOL_LABEL] ?? ''));
   const tracked = Object.assign({}, ...managed.map((p) => book.tracked(p.id))) as Record<string, TrackedNode>;
   if (!policy.enabled && Object.keys(tracked).length === 0) return out;
-  const warnings = policy.enabled ? await warningsOf(deps, managed, members) : [];
+  const warnings = policy.enabled ? await warningsOf(deps, managed, members, tracked) : [];
   const mpools: MaintenancePool[] = managed.map((p) => {
     const bounds = deps.policy.pools[p.id]!;
     const busy = book.busy(p.id);
+    // A member is capacity only Ready with its type's GPUs, as a scale-out's node arrives (arrivals.ts): one whose
+    // driver or device plugin is down is no replacement for the node moved off (its GPU pods could land nowhere).
+    // The offer unknown, none is: the node is drained by its deadline.
+    const offer = book.gpuOffer(p.id);
     return {
       id: p.id,
       desired: p.desiredSize,
-      ready: members.filter((n) => n.labels[NODEPOOL_LABEL] === p.id && n.ready === true).length,
+      ready: offer
+        ? members.filter((n) => n.labels[NODEPOOL_LABEL] === p.id && n.ready === true && advertisesGpus(n, offer))
+            .length
+        : 0,
       max: bounds.max,
       ...(busy ? { noReplacement: busy } : {}),
     };
@@ -166,7 +218,7 @@ async function carryOut(
       mine.map((s) => ({
         title: `gpu-reflex: moving work off ${s.node} ahead of ${s.tracked.type}`,
         text: (
-          `${s.why}: cordoned${s.tracked.replacement ? '; a node is added to its pool first' : ''}; ` +
+          `${s.why}: cordoned; ${replacementWords(s.node, s.tracked.replacement, plan.refused)}; ` +
           'drained before the deadline'
         ).slice(0, 1000),
         severity: 'info' as const,
@@ -205,4 +257,11 @@ async function carryOut(
   }
   for (const r of plan.refused) deps.logger.info('autoscale-pools: no replacement for a node leaving', r);
   out.refused.push(...plan.refused);
+}
+
+/** What the prepare notice says of the node's replacement: asked for, or why not (a person reads it). */
+function replacementWords(node: string, replacement: boolean, refused: MaintenancePlan['refused']): string {
+  if (replacement) return 'a node is added to its pool first';
+  const why = refused.find((r) => r.node === node)?.why;
+  return `no node is added to its pool${why ? `: ${why}` : ''}`;
 }

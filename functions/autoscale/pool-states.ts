@@ -98,6 +98,14 @@ export function numeric(r: Readonly<Record<string, string>>): Record<string, num
   return out;
 }
 
+/** A pool's state this round: the planner's template, and what maintenance (maintenance.ts) needs of the same reads. */
+export interface RoundPoolState extends PoolState {
+  /** The GPU resources a node of the pool offers (core/template.ts `gpuOffer`), for arrivals.ts `advertisesGpus`. */
+  gpuOffer: Readonly<Record<string, number>>;
+  /** Why the pool is held: its last scale-out's nodes did not arrive in time (arrivals.ts `overdue`), if so. */
+  arrivalHold?: string;
+}
+
 export async function poolStates(
   deps: AutoscaleDeps,
   pools: SizedPool[],
@@ -106,11 +114,11 @@ export async function poolStates(
   now: number,
   /** Filled with what became of each pool's followed scale-out (arrivals.ts), for run.ts to record. */
   arrivals = new Map<string, Arrival>(),
-): Promise<PoolState[]> {
+): Promise<RoundPoolState[]> {
   // Every type of every pool, in batches of 10 (the adapter's DescribeInstanceTypes).
   const typeIds = [...new Set(pools.flatMap((p) => p.instanceTypes))];
   const types = new Map((typeIds.length > 0 ? await deps.cloud.instanceTypes(typeIds) : []).map((t) => [t.id, t]));
-  const out: PoolState[] = [];
+  const out: RoundPoolState[] = [];
   // One DescribePrice (and DescribeSpotPriceHistory) per instance type a pool will buy, however many pools share it.
   const prices = new Map<string, number | undefined>();
   const spot = new Map<string, number | undefined>();
@@ -207,6 +215,8 @@ export async function poolStates(
       ...(offer.gpuUnknown ? { gpuUnknown: offer.gpuUnknown } : {}),
       ...(offer.atMostOne ? { atMostOne: offer.atMostOne } : {}),
       ...(frozen ? { frozen } : {}),
+      gpuOffer: offer.allocatable,
+      ...(arrival?.overdue ? { arrivalHold: arrival.overdue } : {}),
     });
   }
   return out;

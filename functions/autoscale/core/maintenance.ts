@@ -6,9 +6,10 @@
  * For each warned node of a managed pool, in this order:
  *   1. prepare, `prepareMinutes + drainBeforeMinutes` before the deadline (a spot notice: at once): the node is
  *      cordoned (nothing new lands on it) and, when the pool is below its max (and the replacement within the
- *      policy's spending limit), one more node is asked of the pool: capacity first; a node of ours found
- *      schedulable later is cordoned again;
- *   2. drain: once the pool's requested nodes are all Ready (the replacement joined), or `drainBeforeMinutes` before
+ *      policy's spending limit, the pool not held because its last scale-out's nodes did not arrive), one more node
+ *      is asked of the pool: capacity first; a node of ours found schedulable later is cordoned again;
+ *   2. drain: once the pool's requested nodes are all Ready with their GPUs (the replacement joined and can carry the
+ *      node's GPU pods: a node whose driver or device plugin is down cannot), or `drainBeforeMinutes` before
  *      the deadline at the latest (a spot notice: at once, a new node takes minutes), its pods are evicted through
  *      the Eviction API (disruption budgets respected; a blocked one is tried again next round);
  *   3. return: once the event is no longer listed (executed, canceled) and the node is Ready again, it is
@@ -57,10 +58,10 @@ export interface MaintenancePolicy {
 export interface MaintenancePool {
   id: string;
   desired: number;
-  /** Ready members. */
+  /** Members Ready and advertising the pool's GPUs (arrivals.ts `advertisesGpus`); 0 when that cannot be known. */
   ready: number;
   max: number;
-  /** Why no replacement may be bought alone (the spending limit), if so. */
+  /** Why no replacement may be bought (the spending limit, the pool held: its last nodes did not arrive), if so. */
   noReplacement?: string;
 }
 
@@ -172,7 +173,7 @@ export function planMaintenance(f: MaintenanceFacts): MaintenancePlan {
         why:
           f.now >= drainAt(t)
             ? `${t.type} at ${clock(t.deadline)}: drained by ${clock(drainAt(t))} at the latest`
-            : `${t.type} at ${clock(t.deadline)}: its replacement is Ready`,
+            : `${t.type} at ${clock(t.deadline)}: the pool's nodes are all Ready with their GPUs (its replacement joined)`,
       });
   }
   return plan;
