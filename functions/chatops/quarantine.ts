@@ -1,9 +1,8 @@
 import { GpuUuid, readMigInventory } from '../../events/index.ts';
 import { NotFoundError } from '../adapters/errors.ts';
 import type { NodeInfo } from '../adapters/kube/model.ts';
-import type { Policy } from '../remediate/index.ts';
+import type { Plan, Policy } from '../remediate/index.ts';
 import { approvalIdOf, OPERATOR_REQUEST, remediate, toRemediationDetail } from '../remediate/index.ts';
-import type { Plan } from '../remediate/core/types.ts';
 import type { Applied } from '../lib/apply.ts';
 import type { CommandPorts } from './command-ports.ts';
 import type { ChatUser } from './run.ts';

@@ -173,7 +173,8 @@ export function planMaintenance(f: MaintenanceFacts): MaintenancePlan {
         why:
           f.now >= drainAt(t)
             ? `${t.type} at ${clock(t.deadline)}: drained by ${clock(drainAt(t))} at the latest`
-            : `${t.type} at ${clock(t.deadline)}: the pool's nodes are all Ready with their GPUs (its replacement joined)`,
+            : `${t.type} at ${clock(t.deadline)}: the pool's nodes are all Ready with their GPUs ` +
+              '(its replacement joined)',
       });
   }
   return plan;
