@@ -7,7 +7,8 @@
  *           → remove: the node's instance taken out of the pool and released (RemoveNodePoolNodes,
  *             no drain: remediation drained it; ACK lowers the desired size itself)
  *           → the incident closes when the node is gone (sweep-jobs.ts follows the task there,
- *             since the node and its history leave together); a failed removal is told to a person.
+ *             since the node and its history leave together); a failed removal is told to a person, and so
+ *             is one ACK says succeeded while the node is still there `repair.replaceTimeoutMinutes` later.
  *
  * Never started where the pool may not be sized by gpu-reflex (`ReplaceFacts.refused`: not in the
  * autoscaler's policy, ACK's own autoscaler, subscription instances) or where one more node would
@@ -143,6 +144,21 @@ export function stepReplace(
       `removing ${node.name}'s instance ${r.instanceId} from node pool ${r.pool} failed ` +
       `(${f.removal.error ?? 'no detail'}): ${r.newNode ?? 'the new node'} serves in its place, ` +
       `${node.name} stays out of service; a person must remove it`;
+    return { kind: 'act', incident: { ...i, notifiedAt: now.toISOString() }, why, tell: true };
+  }
+  // ACK's `success` is not the node gone: the node (still here, on the instance that was removed) past the
+  // replacement's own deadline is a removal that did not happen, escalated as a failed one is.
+  if (
+    f?.removal?.state === 'success' &&
+    f.instanceId === r.instanceId &&
+    now.getTime() - Date.parse(r.readyAt) >= policy.repair.replaceTimeoutMinutes * MIN
+  ) {
+    if (toldSince(r.readyAt)) return { kind: 'wait' };
+    const why =
+      `removing ${node.name}'s instance ${r.instanceId} from node pool ${r.pool} did not happen: its ACK task ` +
+      `${f.removal.taskId ?? '(id not on record)'} ended, ACK said success, yet ${node.name} is still in the pool ` +
+      `on instance ${r.instanceId} ${policy.repair.replaceTimeoutMinutes} min later: ` +
+      `${r.newNode ?? 'the new node'} serves in its place, ${node.name} stays out of service; a person must remove it`;
     return { kind: 'act', incident: { ...i, notifiedAt: now.toISOString() }, why, tell: true };
   }
   // A state ACK does not document (DescribeTaskInfo: running, success, failed) is neither under way nor over: the
