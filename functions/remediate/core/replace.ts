@@ -8,7 +8,8 @@
  *             no drain: remediation drained it; ACK lowers the desired size itself)
  *           → the incident closes when the node is gone (sweep-jobs.ts follows the task there,
  *             since the node and its history leave together); a failed removal is told to a person, and so
- *             is one ACK says succeeded while the node is still there `repair.replaceTimeoutMinutes` later.
+ *             is one ACK says succeeded while the node is still there `repair.replaceTimeoutMinutes` later
+ *             (and, once, one whose task is still running then).
  *
  * Never started where the pool may not be sized by gpu-reflex (`ReplaceFacts.refused`: not in the
  * autoscaler's policy, ACK's own autoscaler, subscription instances) or where one more node would
@@ -171,6 +172,19 @@ export function stepReplace(
       `which gpu-reflex does not know (ACK documents running, success, failed): not taken as done or failed; ` +
       `${node.name} stays out of service until it is gone; a person must look at the task`;
     return { kind: 'act', incident: { ...i, replace: { ...r, removalTold: word } }, why, tell: true };
+  }
+  // A task still running past the replacement's deadline keeps the node out of service, silently: a person is told
+  // once (`removalTold`: ACK's word, 'running'), and the removal followed as before (a failure after is still told).
+  if (
+    f?.removal?.state === 'running' &&
+    r.removalTold !== 'running' &&
+    now.getTime() - Date.parse(r.readyAt) >= policy.repair.replaceTimeoutMinutes * MIN
+  ) {
+    const why =
+      `${node.name}'s removal from node pool ${r.pool}: its ACK task ${f.removal.taskId ?? '(id not on record)'} ` +
+      `is still running ${policy.repair.replaceTimeoutMinutes} min after it was asked: ${node.name} stays out of ` +
+      `service until it is gone; a person may look at the task`;
+    return { kind: 'act', incident: { ...i, replace: { ...r, removalTold: 'running' } }, why, tell: true };
   }
   // Asked, but no task recorded (the answer was lost): asked again; ACK refuses an instance already leaving.
   if (f && !f.removal && now.getTime() > Date.parse(r.readyAt)) {
