@@ -114,6 +114,8 @@ export interface Removing {
   at: number;
   taskId?: string;
   refused?: string;
+  /** A person was told its task is still running after the drain timeout (told once). */
+  overdue?: true;
 }
 
 export interface SentRequest {

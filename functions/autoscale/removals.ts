@@ -82,9 +82,11 @@ export async function sendRemoval(
 
 /**
  * The nodes whose removal was sent, checked against the pool as it is now: one that has left it (no member of that
- * name on that instance) is done; one whose task failed, or whose removal ACK refused and that is still in the pool
- * after the drain timeout (an answer lost to a removal under way would have taken it by then), is handed back to
- * scheduling (our cordon lifted) and a person told: it idles a full period before it is tried again. A task ACK has
+ * name on that instance) is done; one whose task failed, one whose task ended `success` yet is still in the pool after
+ * the drain timeout, or one whose removal ACK refused and that is still in the pool after the drain timeout (an answer
+ * lost to a removal under way would have taken it by then), is handed back to scheduling (our cordon lifted) and a
+ * person told: it idles a full period before it is tried again. One whose task is still running after the drain
+ * timeout stays on its way out, and a person is told once. A task ACK has
  * no more (NotFound: purged) says nothing either way: its nodes are followed as a refused removal's, by presence
  * until the drain timeout; one that cannot be read now is still on its way out. The names of those still on their
  * way out.
@@ -102,6 +104,7 @@ export async function followRemovals(
   const tasks = new Map<string, CloudTask | 'gone' | 'unread'>();
   const still: Removing[] = [];
   const back: { r: Removing; node: NodeInfo; why: string }[] = [];
+  const overdue: Removing[] = [];
   for (const r of all) {
     const node = nodes.find(
       (n) => n.name === r.node && n.labels[NODEPOOL_LABEL] === pool.id && instanceIdOf(n.providerId) === r.instanceId,
@@ -122,10 +125,25 @@ export async function followRemovals(
               `still in the pool ${deps.policy.scaleIn.drainTimeoutMinutes} min later`,
           });
       }
+      // Done, by ACK's word, yet the node (that name on that instance) is still in the pool after the drain timeout:
+      // ACK's success is not the node gone, so this is a removal that did not happen, handed back as a failed one.
+      // (cluster-autoscaler likewise bounds a cloud deletion, MaxCloudProviderNodeDeletionTime in
+      // kubernetes/autoscaler cluster-autoscaler/core/scale_down.go; ours is the drain timeout.)
+      else if (task !== 'unread' && task.state === 'success' && now - r.at >= timeoutMs)
+        back.push({
+          r,
+          node,
+          why:
+            `its removal task ${r.taskId} ended, ACK said success, yet it is still in the pool ` +
+            `${deps.policy.scaleIn.drainTimeoutMinutes} min later`,
+        });
       // Unread now, running, done but not yet gone, or a state ACK does not document (followRequests tells a person
-      // of that once): still on its way out, never handed back on a word that does not say the removal failed.
-      else if (task === 'unread' || task.state !== 'failed') still.push(r);
-      else
+      // of that once): still on its way out, never handed back on a word that does not say the removal failed. A task
+      // still running after the drain timeout leaves its node cordoned: a person is told once (`overdue` on record).
+      else if (task === 'unread' || task.state !== 'failed') {
+        still.push(r);
+        if (task !== 'unread' && task.state === 'running' && now - r.at >= timeoutMs && !r.overdue) overdue.push(r);
+      } else
         back.push({
           r,
           node,
@@ -143,7 +161,7 @@ export async function followRemovals(
           `${deps.policy.scaleIn.drainTimeoutMinutes} min later`,
       });
   }
-  if (still.length < all.length) {
+  if (still.length < all.length || overdue.length > 0) {
     // The cordon first, then the record: a round that stops between finds the node again and lifts it again.
     // Remediation's hold on it (taken since the drain) is not ours to lift.
     for (const b of back)
@@ -157,6 +175,17 @@ export async function followRemovals(
       ).slice(0, 1000),
       severity: 'warning',
     }));
+    for (const r of overdue)
+      notices.push({
+        title: `gpu-reflex: ${r.node} is still leaving node pool ${pool.name}`,
+        text: (
+          `${pool.name}: ${r.node} was drained to be given back; its removal task ${r.taskId} is still running ` +
+          `${deps.policy.scaleIn.drainTimeoutMinutes} min later (the drain timeout): it stays cordoned until it ` +
+          `leaves the pool or the task fails; a person may look at the task`
+        ).slice(0, 1000),
+        severity: 'warning',
+      });
+    const told = new Set(overdue.map((r) => `${r.node}/${r.instanceId}`));
     await flush(
       deps,
       pool.id,
@@ -164,7 +193,9 @@ export async function followRemovals(
         deps,
         pool.id,
         (x) => {
-          const left = (x.removing ?? []).filter((r) => !gone.has(`${r.node}/${r.instanceId}`));
+          const left = (x.removing ?? [])
+            .filter((r) => !gone.has(`${r.node}/${r.instanceId}`))
+            .map((r) => (told.has(`${r.node}/${r.instanceId}`) ? { ...r, overdue: true as const } : r));
           return { ...x, removing: left.length > 0 ? left : undefined };
         },
         [],

@@ -208,6 +208,79 @@ describe('autoscale-pools gives idle nodes back', () => {
     expect(notifier.notices.filter((n) => n.title.includes('has no task'))).toHaveLength(1);
   });
 
+  it('hands a node back when its removal task ended success yet it is still in the pool after the drain timeout', async () => {
+    const [, withCpuPod, , bare] = names as [string, string, string, string];
+    const notifier = new RecordingNotifier();
+    deps.notifier = notifier;
+    const cloud = deps.cloud;
+    // ACK answers the removal with a task that ends `success`, while the nodes (same names, same instances) stay.
+    deps.cloud = Object.assign(Object.create(cloud) as typeof cloud, {
+      removeNodes: async () => ({ taskId: 'T-said-done' }),
+      task: async (id: string) => (id === 'T-said-done' ? { id, state: 'success' as const } : cloud.task(id)),
+    });
+    await autoscalePools(deps);
+    await clock.advance(10 * MIN);
+    await autoscalePools(deps);
+    await clock.advance(MIN);
+    expect((await autoscalePools(deps)).released.sort()).toEqual([withCpuPod, bare].sort());
+    // Before the drain timeout it may still be on its way out.
+    await clock.advance(29 * MIN);
+    await autoscalePools(deps);
+    expect((await kube.nodes.get(bare)).unschedulable).toBe(true);
+    // Before, it stayed cordoned here for good, and no one was told.
+    await clock.advance(MIN);
+    await autoscalePools(deps);
+    expect((await kube.nodes.get(withCpuPod)).unschedulable).toBe(false);
+    expect((await kube.nodes.get(bare)).unschedulable).toBe(false);
+    const back = notifier.notices.filter((n) => n.title.startsWith('gpu-reflex: could not give back'));
+    expect(back).toHaveLength(2);
+    expect(back[0]!.text).toContain(
+      'its removal task T-said-done ended, ACK said success, yet it is still in the pool',
+    );
+    await clock.advance(MIN);
+    await autoscalePools(deps);
+    expect(notifier.notices.filter((n) => n.title.startsWith('gpu-reflex: could not give back'))).toHaveLength(2);
+  });
+
+  it('tells a person once when a removal task is still running after the drain timeout, leaving the node cordoned', async () => {
+    const [, withCpuPod, , bare] = names as [string, string, string, string];
+    const notifier = new RecordingNotifier();
+    deps.notifier = notifier;
+    const cloud = deps.cloud;
+    deps.cloud = Object.assign(Object.create(cloud) as typeof cloud, {
+      removeNodes: async () => ({ taskId: 'T-stuck' }),
+      task: async (id: string) => (id === 'T-stuck' ? { id, state: 'running' as const } : cloud.task(id)),
+    });
+    await autoscalePools(deps);
+    await clock.advance(10 * MIN);
+    await autoscalePools(deps);
+    await clock.advance(MIN);
+    expect((await autoscalePools(deps)).released.sort()).toEqual([withCpuPod, bare].sort());
+    const stuck = () => notifier.notices.filter((n) => n.title.includes('is still leaving node pool t4'));
+    await clock.advance(29 * MIN);
+    await autoscalePools(deps);
+    expect(stuck()).toHaveLength(0);
+    await clock.advance(MIN);
+    await autoscalePools(deps);
+    expect(
+      stuck()
+        .map((n) => n.title)
+        .sort(),
+    ).toEqual(
+      [
+        `gpu-reflex: ${withCpuPod} is still leaving node pool t4`,
+        `gpu-reflex: ${bare} is still leaving node pool t4`,
+      ].sort(),
+    );
+    expect(stuck()[0]!.text).toContain('T-stuck is still running 30 min later');
+    // Told once; still cordoned, still followed.
+    await clock.advance(MIN);
+    await autoscalePools(deps);
+    expect(stuck()).toHaveLength(2);
+    expect((await kube.nodes.get(bare)).unschedulable).toBe(true);
+    expect(notifier.notices.filter((n) => n.title.startsWith('gpu-reflex: could not give back'))).toHaveLength(0);
+  });
+
   it('says ACK refused a removal, and why, in its event and notice (still taken as maybe under way)', async () => {
     const notifier = new RecordingNotifier();
     deps.notifier = notifier;

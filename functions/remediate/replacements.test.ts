@@ -167,6 +167,15 @@ describe('a removal whose ACK task ACK no longer has', () => {
     expect(step).toMatchObject({ kind: 'act', cloud: { kind: 'replace', step: 'remove', instanceId: 'i-0abc' } });
   });
 
+  it('carries the task id of a removal it read, so a removal ACK says succeeded but did not happen names its task', async () => {
+    const facts = await aliCloudReplaceReader(
+      { listNodePools: async () => [pool], task: async (id: string) => taskFrom(id, { state: 'success' }) },
+      { list: async () => [] },
+      { 'np-a100': { max: 10 } },
+    ).facts(node, record, new Set());
+    expect(facts.removal).toEqual({ state: 'success', taskId: 'T-9' });
+  });
+
   it('is still thrown when the task cannot be read for now: the sweep retries rather than act on a guess', async () => {
     await expect(
       reader(new TransientError('cs:DescribeTaskInfo: ServiceUnavailable')).facts(node, record, new Set()),

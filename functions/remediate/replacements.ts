@@ -97,7 +97,7 @@ export function aliCloudReplaceReader(
   // node, until a person deleted the record. Other errors are thrown: the sweep retries rather than guess.
   const removalOf = async (id: string): Promise<Pick<ReplaceFacts, 'removal'>> => {
     try {
-      return { removal: await task(id) };
+      return { removal: { ...(await task(id)), taskId: id } };
     } catch (err) {
       if (err instanceof NotFoundError) return {};
       throw err;

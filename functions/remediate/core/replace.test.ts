@@ -244,6 +244,48 @@ describe('replace-node, capacity first', () => {
     expect((await sweep(told.world, 14, cloud)).plan).toBeUndefined();
   });
 
+  it('tells a person once when ACK says the removal succeeded yet the node is still in the pool past the deadline', async () => {
+    const cloud = new FakePool();
+    let w = (await sweep(await faultAfterReboot(cloud), 8, cloud)).world;
+    cloud.join('gpu-a100-03', 10);
+    w = (await sweep(w, 11, cloud)).world;
+    expect(cloud.removed).toEqual(['i-broken']);
+    // The task ends `success`, yet the node stays, on the same instance.
+    cloud.removal = { state: 'success', taskId: 'T-remove' };
+    expect((await sweep(w, 11 + P.repair.replaceTimeoutMinutes - 1, cloud)).plan).toBeUndefined();
+    // Before, it waited here for good: the node out of service, the incident open, no one told.
+    const told = await sweep(w, 11 + P.repair.replaceTimeoutMinutes, cloud);
+    expect(told.plan?.reason).toContain(
+      `its ACK task T-remove ended, ACK said success, yet gpu-a100-00 is still in the pool on instance i-broken ` +
+        `${P.repair.replaceTimeoutMinutes} min later: gpu-a100-03 serves in its place`,
+    );
+    expect(steps(told.plan)).toContain('notify');
+    expect(told.plan?.nextState.incidents[0]).toMatchObject({ phase: 'awaiting-repair' });
+    expect(cloud.removed).toEqual(['i-broken']);
+    expect((await sweep(told.world, 12 + P.repair.replaceTimeoutMinutes, cloud)).plan).toBeUndefined();
+  });
+
+  it('tells a person once when the removal task is still running past the deadline, and still tells a failure after', async () => {
+    const cloud = new FakePool();
+    let w = (await sweep(await faultAfterReboot(cloud), 8, cloud)).world;
+    cloud.join('gpu-a100-03', 10);
+    w = (await sweep(w, 11, cloud)).world;
+    cloud.removal = { state: 'running', taskId: 'T-remove' };
+    expect((await sweep(w, 11 + P.repair.replaceTimeoutMinutes - 1, cloud)).plan).toBeUndefined();
+    // Before, the node stayed out of service here, silently, for as long as the task ran.
+    const told = await sweep(w, 11 + P.repair.replaceTimeoutMinutes, cloud);
+    expect(told.plan?.reason).toContain(
+      `its ACK task T-remove is still running ${P.repair.replaceTimeoutMinutes} min after it was asked`,
+    );
+    expect(steps(told.plan)).toContain('notify');
+    expect(told.plan?.nextState.incidents[0]).toMatchObject({ phase: 'awaiting-repair' });
+    expect((await sweep(told.world, 12 + P.repair.replaceTimeoutMinutes, cloud)).plan).toBeUndefined();
+    cloud.removal = { state: 'failed', error: 'RemoveNodesFailed: injected', taskId: 'T-remove' };
+    const failed = await sweep(told.world, 13 + P.repair.replaceTimeoutMinutes, cloud);
+    expect(failed.plan?.reason).toContain('failed (RemoveNodesFailed: injected)');
+    expect(steps(failed.plan)).toContain('notify');
+  });
+
   it("tells a person once when the removal's task is in a state ACK does not document, and never reads it as done", async () => {
     const cloud = new FakePool();
     let w = (await sweep(await faultAfterReboot(cloud), 8, cloud)).world;

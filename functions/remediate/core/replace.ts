@@ -7,7 +7,9 @@
  *           → remove: the node's instance taken out of the pool and released (RemoveNodePoolNodes,
  *             no drain: remediation drained it; ACK lowers the desired size itself)
  *           → the incident closes when the node is gone (sweep-jobs.ts follows the task there,
- *             since the node and its history leave together); a failed removal is told to a person.
+ *             since the node and its history leave together); a failed removal is told to a person, and so
+ *             is one ACK says succeeded while the node is still there `repair.replaceTimeoutMinutes` later
+ *             (and, once, one whose task is still running then).
  *
  * Never started where the pool may not be sized by gpu-reflex (`ReplaceFacts.refused`: not in the
  * autoscaler's policy, ACK's own autoscaler, subscription instances) or where one more node would
@@ -145,6 +147,21 @@ export function stepReplace(
       `${node.name} stays out of service; a person must remove it`;
     return { kind: 'act', incident: { ...i, notifiedAt: now.toISOString() }, why, tell: true };
   }
+  // ACK's `success` is not the node gone: the node (still here, on the instance that was removed) past the
+  // replacement's own deadline is a removal that did not happen, escalated as a failed one is.
+  if (
+    f?.removal?.state === 'success' &&
+    f.instanceId === r.instanceId &&
+    now.getTime() - Date.parse(r.readyAt) >= policy.repair.replaceTimeoutMinutes * MIN
+  ) {
+    if (toldSince(r.readyAt)) return { kind: 'wait' };
+    const why =
+      `removing ${node.name}'s instance ${r.instanceId} from node pool ${r.pool} did not happen: its ACK task ` +
+      `${f.removal.taskId ?? '(id not on record)'} ended, ACK said success, yet ${node.name} is still in the pool ` +
+      `on instance ${r.instanceId} ${policy.repair.replaceTimeoutMinutes} min later: ` +
+      `${r.newNode ?? 'the new node'} serves in its place, ${node.name} stays out of service; a person must remove it`;
+    return { kind: 'act', incident: { ...i, notifiedAt: now.toISOString() }, why, tell: true };
+  }
   // A state ACK does not document (DescribeTaskInfo: running, success, failed) is neither under way nor over: the
   // removal is followed as before (the incident closes when the node is gone) and a person told once per word.
   if (f?.removal?.state === 'unknown' && r.removalTold !== (f.removal.raw ?? '')) {
@@ -155,6 +172,19 @@ export function stepReplace(
       `which gpu-reflex does not know (ACK documents running, success, failed): not taken as done or failed; ` +
       `${node.name} stays out of service until it is gone; a person must look at the task`;
     return { kind: 'act', incident: { ...i, replace: { ...r, removalTold: word } }, why, tell: true };
+  }
+  // A task still running past the replacement's deadline keeps the node out of service, silently: a person is told
+  // once (`removalTold`: ACK's word, 'running'), and the removal followed as before (a failure after is still told).
+  if (
+    f?.removal?.state === 'running' &&
+    r.removalTold !== 'running' &&
+    now.getTime() - Date.parse(r.readyAt) >= policy.repair.replaceTimeoutMinutes * MIN
+  ) {
+    const why =
+      `${node.name}'s removal from node pool ${r.pool}: its ACK task ${f.removal.taskId ?? '(id not on record)'} ` +
+      `is still running ${policy.repair.replaceTimeoutMinutes} min after it was asked: ${node.name} stays out of ` +
+      `service until it is gone; a person may look at the task`;
+    return { kind: 'act', incident: { ...i, replace: { ...r, removalTold: 'running' } }, why, tell: true };
   }
   // Asked, but no task recorded (the answer was lost): asked again; ACK refuses an instance already leaving.
   if (f && !f.removal && now.getTime() > Date.parse(r.readyAt)) {

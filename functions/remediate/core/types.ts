@@ -138,9 +138,9 @@ export interface ReplaceFacts {
   members: { name: string; createdAt?: string; ready: boolean; held: boolean }[];
   /**
    * The removal's ACK task (RemoveNodePoolNodes), once one was asked for and recorded; `unknown` with ACK's word
-   * (`raw`) when DescribeTaskInfo answers a state ACK does not document.
+   * (`raw`) when DescribeTaskInfo answers a state ACK does not document; `taskId`: the task, to name to a person.
    */
-  removal?: { state: 'running' | 'success' | 'failed' | 'unknown'; raw?: string; error?: string };
+  removal?: { state: 'running' | 'success' | 'failed' | 'unknown'; raw?: string; error?: string; taskId?: string };
 }
 
 export interface RemediationFacts {
