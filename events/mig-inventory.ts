@@ -50,11 +50,14 @@ export const MigInventorySchema = z
              */
             inUseUnknown: z.string().min(1).max(256).optional(),
             /**
-             * Why the agent cannot say whether this GPU, which has no instance, is in MIG mode: `nvmlDeviceGetMigMode`
-             * failed (any error but NOT_SUPPORTED, which NVIDIA's NVML API Reference gives for a GPU without MIG).
-             * After a reset only the mode tells an emptied MIG GPU from one without MIG, so it is listed with
-             * `instances: []` and this: the MIG planner relays nothing on it, and remediation's restore returns no
-             * reset GPU on it (functions/remediate/core/mig-restore.ts). Optional: absent, a listed GPU is in MIG mode.
+             * Why NVML's MIG state of this GPU, listed with `instances: []`, is unknown: with no instance,
+             * `nvmlDeviceGetMigMode` failed (any error but NOT_SUPPORTED, which NVIDIA's NVML API Reference gives for a
+             * GPU without MIG); or, its mode on or unknown, NVML did not list its MIG instances
+             * (`nvmlDeviceGetMaxMigDeviceCount`, the instance handles or ids failed, as right after a reset). After a
+             * reset only these tell an emptied MIG GPU from one without MIG, or from one whose instances are all there:
+             * the MIG planner relays nothing on it, remediation's restore returns no reset GPU on it
+             * (functions/remediate/core/mig-restore.ts), and the applied-layout check tells it as drift. Optional:
+             * absent, a listed GPU is in MIG mode with the instances listed.
              */
             migModeUnknown: z.string().min(1).max(256).optional(),
             /**

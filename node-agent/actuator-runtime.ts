@@ -11,7 +11,8 @@ import { CoreV1Api, CustomObjectsApi, KubeConfig } from '@kubernetes/client-node
 import { GpuActuator } from './actuator/actuator.ts';
 import { dcgmiProcess, runDcgmDiag, type DcgmiRun } from './actuator/dcgm-diag.ts';
 import { FenceFile } from './actuator/fence-file.ts';
-import { kubeNode, nvidiaSmiReset, nvmlGpus, nvmlMigInventory, type GpuReset } from './actuator/ports.ts';
+import { nvmlMigInventory } from './actuator/mig-inventory.ts';
+import { kubeNode, nvidiaSmiReset, nvmlGpus, type GpuReset } from './actuator/ports.ts';
 import { OperatorPause } from './actuator/operator-pause.ts';
 import { kubeOperatorClients, nvidiaSmiPersistence } from './actuator/operator-ports.ts';
 import type { Agent, EventSink } from './agent.ts';

@@ -73,12 +73,13 @@ export function agentInventory(
   // A MIG GPU with no instance was just reset (a reset destroys them all): its repair restarts
   // mig-manager so the node's config is applied again (docs/remediation.md). Relaying it here would
   // race that repair and return a fenced GPU by another road.
-  // One whose MIG mode NVML did not answer (migModeUnknown) may be that GPU, or one without MIG: not relaid either.
+  // One whose MIG state NVML did not answer (migModeUnknown: its mode, or its instances) may be that GPU, one without
+  // MIG, or one whose instances are all there: not relaid either.
   for (const [k, g] of gpus.entries()) {
     if (g.instances.length > 0) continue;
     const unknown = inventory.gpus[k]!.migModeUnknown;
     g.locked = unknown
-      ? `GPU ${g.index} has no MIG instance and the node agent cannot tell whether it is in MIG mode (${unknown})`
+      ? `GPU ${g.index} has no MIG instance listed and the node agent cannot read its MIG state (${unknown})`
       : `GPU ${g.index} is in MIG mode with no instance (a reset destroyed them; its repair has mig-manager ` +
         `apply the node's config again)`;
     notes.push(`${n.name}: ${g.locked}: not relaid`);

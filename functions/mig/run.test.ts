@@ -549,7 +549,7 @@ describe('rebalance-mig', () => {
     expect(notifier.notices).toEqual([
       expect.objectContaining({
         title: 'gpu-reflex: the MIG layout on h100-0 is not the one gpu-reflex applied',
-        text: expect.stringContaining(`GPU 2 (${GPU(2)}): NVML does not answer its MIG mode (NVML_ERROR_UNKNOWN)`),
+        text: expect.stringContaining(`GPU 2 (${GPU(2)}): NVML does not answer its MIG state (NVML_ERROR_UNKNOWN)`),
       }),
     ]);
   });

@@ -331,7 +331,7 @@ describe('readMigFleet', () => {
     const f = readMigFleet([n], []);
     expect(f.nodes[0]!.gpus.map((g) => g.locked !== undefined)).toEqual([true]);
     expect(f.notes).toEqual([
-      `h: GPU 0 has no MIG instance and the node agent cannot tell whether it is in MIG mode (${why}): not relaid`,
+      `h: GPU 0 has no MIG instance listed and the node agent cannot read its MIG state (${why}): not relaid`,
     ]);
   });
 

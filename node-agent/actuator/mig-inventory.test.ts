@@ -2,7 +2,7 @@ import { describe, expect, it } from 'vitest';
 import { MIG_INVENTORY_ANNOTATION, readMigInventory, type MigInventory } from '../../events/index.ts';
 import { oneGpu, openMockNvml } from '../../test/support/mock-nvml.ts';
 import { GpuActuator, type ActuatorGpus } from './actuator.ts';
-import { nvmlMigInventory } from './ports.ts';
+import { nvmlMigInventory } from './mig-inventory.ts';
 
 const G0 = 'GPU-00000000-0000-4000-8000-000000000000';
 const T0 = Date.parse('2026-11-21T03:00:00.000Z');
@@ -396,5 +396,108 @@ describe('nvmlMigInventory where NVML cannot read a MIG mode', () => {
     expect(
       readMigInventory({ [MIG_INVENTORY_ANNOTATION]: inv({}) }).inventory?.gpus[0]?.migModeUnknown,
     ).toBeUndefined();
+  });
+});
+
+describe('nvmlMigInventory where NVML cannot list a GPU’s MIG instances', () => {
+  // Right after a reset the instance listing (nvmlDeviceGetMaxMigDeviceCount, …GetMigDeviceHandleByIndex, the
+  // instance ids) may fail while the GPU is still in MIG mode. The GPU was then left out, and remediation's restore
+  // (functions/remediate/core/mig-restore.ts) read a GPU the agent does not list as one with nothing of MIG to wait
+  // for: a reset MIG GPU went back to service with no instance, where mig-manager never recreates them.
+  const mig = { profile: '3g.40gb', giProfileId: 9, size: 4 };
+  const uuid = 'GPU-00000000-1111-2222-3333-444444444444';
+  const devices = [
+    { ...mig, start: 0, giId: 1, uuid: 'MIG-00000000-1111-2222-3333-444444444401' },
+    { ...mig, start: 4, giId: 2, uuid: 'MIG-00000000-1111-2222-3333-444444444402' },
+  ];
+
+  it('lists a GPU in MIG mode with no instance and says why, until NVML lists its instances', async () => {
+    const { nvml, mock } = await openMockNvml(oneGpu({ migMode: true, migDevices: devices }));
+    try {
+      const r = rig({ gpus: nvmlMigInventory(nvml) });
+      await r.actuator.tick();
+      expect(readMigInventory(r.annotations).inventory!.gpus.map((g) => [g.uuid, g.instances.length])).toEqual([
+        [uuid, 2],
+      ]);
+
+      // The reset destroys both instances; the mode still reads on, the listing errors (NVML_ERROR_UNKNOWN, 999).
+      expect(mock.resetGpu(0)).toBe(0);
+      const lib = nvml.lib as unknown as Record<string, unknown>;
+      const real = lib.nvmlDeviceGetMaxMigDeviceCount;
+      lib.nvmlDeviceGetMaxMigDeviceCount = () => 999;
+      r.advance(10_000);
+      await r.actuator.tick();
+      const unknown = readMigInventory(r.annotations).inventory!;
+      expect(unknown.at).toBe(new Date(T0 + 10_000).toISOString());
+      expect(unknown.gpus).toEqual([
+        {
+          index: 0,
+          uuid,
+          instances: [],
+          migModeUnknown: expect.stringMatching(/MIG instances .*nvmlDeviceGetMaxMigDeviceCount/),
+        },
+      ]);
+
+      lib.nvmlDeviceGetMaxMigDeviceCount = real;
+      r.advance(10_000);
+      await r.actuator.tick();
+      const after = readMigInventory(r.annotations).inventory!;
+      expect(after.gpus.map((g) => [g.uuid, g.instances.length, g.migModeUnknown])).toEqual([[uuid, 0, undefined]]);
+    } finally {
+      nvml.close();
+    }
+  });
+
+  it('lists it so too when NVML reads neither its instances nor its mode', async () => {
+    const { nvml, mock } = await openMockNvml(oneGpu({ migMode: true, migDevices: devices }));
+    try {
+      expect(mock.resetGpu(0)).toBe(0);
+      const lib = nvml.lib as unknown as Record<string, unknown>;
+      lib.nvmlDeviceGetMaxMigDeviceCount = () => 999;
+      lib.nvmlDeviceGetMigMode = () => 999;
+      const [g, ...rest] = nvmlMigInventory(nvml)();
+      expect(rest).toEqual([]);
+      expect(g).toEqual({ index: 0, uuid, instances: [], migModeUnknown: expect.stringMatching(/MIG instances/) });
+    } finally {
+      nvml.close();
+    }
+  });
+
+  it('leaves out a GPU whose mode NVML reads off, and one it cannot name; lists the others', async () => {
+    const scenario = oneGpu({ migMode: false }) as { gpus: object[] };
+    scenario.gpus.push({
+      name: 'NVIDIA A100-SXM4-80GB',
+      uuid: 'GPU-00000000-1111-2222-3333-555555555555',
+      pciBusId: '00000000:3C:00.0',
+      memoryTotalMiB: 81920,
+      migMode: true,
+      migDevices: devices.map((m) => ({ ...m, uuid: m.uuid.replace('4444444444', '5555555555') })),
+    });
+    scenario.gpus.push({
+      name: 'NVIDIA A100-SXM4-80GB',
+      uuid: 'GPU-00000000-1111-2222-3333-666666666666',
+      pciBusId: '00000000:3D:00.0',
+      memoryTotalMiB: 81920,
+      migMode: true,
+    });
+    const { nvml } = await openMockNvml(scenario);
+    try {
+      const lib = nvml.lib as unknown as Record<string, unknown>;
+      const real = lib.nvmlDeviceGetMaxMigDeviceCount as (...a: unknown[]) => number;
+      const [, second, third] = nvml.devices();
+      // Every GPU but the second fails its listing; the third cannot even say its UUID (lost).
+      lib.nvmlDeviceGetMaxMigDeviceCount = (h: unknown, ...a: unknown[]) =>
+        h === second!.handle ? real(h, ...a) : 999;
+      Object.assign(third!, {
+        uuid: () => {
+          throw new Error('nvmlDeviceGetUUID: NVML_ERROR_GPU_IS_LOST');
+        },
+      });
+      expect(nvmlMigInventory(nvml)().map((g) => [g.index, g.instances.length, g.migModeUnknown])).toEqual([
+        [1, 2, undefined],
+      ]);
+    } finally {
+      nvml.close();
+    }
   });
 });

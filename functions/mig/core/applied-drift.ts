@@ -58,7 +58,7 @@ const words = (counts: ReadonlyMap<string, number>) => layoutWords([...counts].f
  * Why the node's GPUs are not (any more) what `config` (gpu-reflex's, read from its ConfigMap) says, or undefined
  * when they are. `entry` undefined: the ConfigMap no longer holds it. A GPU listed with no instance is left out: a
  * reset emptied it and remediation's repair has mig-manager apply the config again (docs/remediation.md); unless NVML
- * would not say its MIG mode (`migModeUnknown`): then it is drift, told.
+ * would not say its MIG mode or list its instances (`migModeUnknown`): then it is drift, told.
  */
 export function appliedDrift(
   config: string,
@@ -85,11 +85,11 @@ export function appliedDrift(
       gaps.push(`GPU ${index} is not in the node agent's MIG inventory`);
       continue;
     }
-    // Empty: a reset emptied it and remediation restores it. Empty because NVML would not say its MIG mode (the
-    // agent's migModeUnknown): it may hold anything, and no one else tells a person.
+    // Empty: a reset emptied it and remediation restores it. Empty because NVML would not say its MIG mode or list its
+    // instances (the agent's migModeUnknown): it may hold anything, and no one else tells a person.
     if (gpu.profiles.length === 0 && gpu.migModeUnknown !== undefined) {
       gaps.push(
-        `GPU ${index}${gpu.uuid ? ` (${gpu.uuid})` : ''}: NVML does not answer its MIG mode (${gpu.migModeUnknown})`,
+        `GPU ${index}${gpu.uuid ? ` (${gpu.uuid})` : ''}: NVML does not answer its MIG state (${gpu.migModeUnknown})`,
       );
       continue;
     }
