@@ -14,6 +14,7 @@ import { STATE_LABEL } from './core/state.ts';
 import { remediate, triggerOf, type RemediationDeps } from './run.ts';
 import { sweepNode, sweepRound } from './sweep-jobs.ts';
 import { fakeDeps, xid79 } from './testing.ts';
+import { REMEDIATION } from '../../events/index.ts';
 
 const T0 = Date.parse('2026-11-21T03:00:00.000Z');
 const MIN = 60_000;
@@ -86,6 +87,28 @@ describe('the sweep jobs', () => {
     const out = await sweepRound(deps);
     expect(out.expired).toEqual([]);
     expect(await getApproval(kube.state, id)).toMatchObject({ status: 'no-longer-needed' });
+  });
+
+  it('closes a replacement whose node name came back on another instance: the node replaced is gone, by identity', async () => {
+    // ACK names nodes by private IP, which a new instance may reuse: a node of that name on another instance is not
+    // the one replaced. Read by name alone, the record was dropped quietly and the incident's closing report lost.
+    await kube.state.update('replace.gpu-3', () => ({
+      node: 'gpu-3',
+      incident: 'gpu-3/xid79',
+      pool: 'np-a100',
+      instanceId: 'i-old',
+      since: T0,
+      removeAt: T0,
+    }));
+    kube.cluster.addNode({ name: 'gpu-3', providerId: 'cn-hangzhou.i-new', allocatable: { 'nvidia.com/gpu': '8' } });
+    deps.replacements = {
+      facts: async () => ({}) as never,
+      task: async (id) => ({ id, state: 'success' }) as never,
+    };
+    await sweepRound(deps);
+    const reports = publisher.published.filter((e) => e.detailType === REMEDIATION);
+    expect(reports.map((e) => e.detail.reason)).toEqual([expect.stringContaining('node gpu-3 is gone')]);
+    expect(await kube.state.get('replace.gpu-3')).toBeUndefined();
   });
 
   it('a node deleted while the round runs (its replacement removed it) is skipped: the nodes after it are carried out', async () => {

@@ -4,6 +4,7 @@
  * in that order under one lease) and one node's repair moved on by its agent's answer
  * (`remediate-repair-<node>`: the node pass for that node alone; approvals are left to the round).
  */
+import { instanceIdOf } from '../adapters/alicloud/repair.ts';
 import { withLease } from '../lib/lease.ts';
 import { stateOf } from './facts.ts';
 import { nodeLease, remediationEvent, type RemediationDeps } from './run.ts';
@@ -59,9 +60,9 @@ export async function sweepNode(deps: RemediationDeps, node: string): Promise<Sw
 }
 
 /**
- * Replacements whose node is gone (RemoveNodePoolNodes took it, and its history with it) are
- * closed with their last Remediation event: published first, then forgotten, so a failed publish
- * is retried next round under the same event id. A record whose node no longer replaces (a person
+ * Replacements whose node is gone (RemoveNodePoolNodes took it, and its history with it; a node of that name on
+ * another instance is a new one) are closed with their last Remediation event: published first, then forgotten, so a
+ * failed publish is retried next round under the same event id. A record whose node no longer replaces (a person
  * closed the incident) is forgotten quietly.
  */
 async function followReplacements(
@@ -69,7 +70,11 @@ async function followReplacements(
   records: ReadonlyMap<string, ReplacementRecord>,
 ): Promise<void> {
   for (const r of records.values()) {
-    const node = await nodeOrGone(deps.nodes, r.node);
+    const named = await nodeOrGone(deps.nodes, r.node);
+    // By identity: ACK names nodes by private IP, which a new instance may reuse, so a node of that name on another
+    // instance is not the one replaced (that one is gone). One whose instance cannot be read is taken as the same.
+    const other = named && instanceIdOf(named.providerId);
+    const node = other && other !== r.instanceId ? undefined : named;
     if (node && replacingIn(stateOf(node, deps.policy.taintKey))) continue;
     if (!node) {
       const task = r.taskId ? await deps.replacements!.task(r.taskId).catch(() => undefined) : undefined;
