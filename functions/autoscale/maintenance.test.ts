@@ -126,6 +126,38 @@ describe('planned maintenance (ECS system events)', () => {
     expect(kube.cluster.nodes.get('n-a')!.unschedulable).toBe(false);
   });
 
+  it('keeps a node back Ready without its GPUs cordoned and tells a person once; returns it once they show', async () => {
+    const deps = await world(reboot2h);
+    await clock.advance(30 * MIN);
+    await autoscalePools(deps);
+    await clock.advance(3 * MIN);
+    joinNew();
+    expect((await autoscalePools(deps)).maintenance.draining).toEqual(['n-a']);
+    // The redeploy goes by; n-a is Ready again but its NVIDIA driver did not come up: no GPU in allocatable.
+    await clock.advance(120 * MIN - 33 * MIN + 10_000);
+    const a = kube.cluster.nodes.get('n-a')!;
+    a.ready = false;
+    await autoscalePools(deps);
+    await clock.advance(2 * MIN);
+    a.ready = true;
+    a.allocatable = { cpu: '3500m', memory: '14Gi' };
+    const notices = (deps.notifier as RecordingNotifier).notices;
+    const kept = () => notices.filter((n) => n.title.includes('n-a is back'));
+    expect((await autoscalePools(deps)).maintenance.returned).toEqual([]);
+    expect(a.unschedulable).toBe(true);
+    expect(kept()).toEqual([
+      expect.objectContaining({ severity: 'warning', text: expect.stringMatching(/none of its type's GPUs/) }),
+    ]);
+    await clock.advance(1 * MIN);
+    expect((await autoscalePools(deps)).maintenance.returned).toEqual([]);
+    expect(kept()).toHaveLength(1);
+    // The driver comes up: its GPU shows, and it is given back to the scheduler.
+    a.allocatable = { ...a.allocatable, 'nvidia.com/gpu': '1' };
+    await clock.advance(1 * MIN);
+    expect((await autoscalePools(deps)).maintenance.returned).toEqual(['n-a']);
+    expect(a.unschedulable).toBe(false);
+  });
+
   /** Autoscale's ports with the node's cordon refused once (TransientError), as a round's only failure. */
   function cordonRefusedOnce(deps: AutoscaleDeps): void {
     const nodes = deps.nodes;
@@ -189,6 +221,22 @@ describe('planned maintenance (ECS system events)', () => {
     const fresh = [...kube.cluster.nodes.values()].find((n) => !['n-a', 'n-b'].includes(n.name))!;
     fresh.allocatable = { ...fresh.allocatable, 'nvidia.com/gpu': '1' };
     await clock.advance(1 * MIN);
+    expect((await autoscalePools(deps)).maintenance.draining).toEqual(['n-a']);
+  });
+
+  it('drains early only once a node new since the replacement was asked is Ready with GPUs, not on a count', async () => {
+    const deps = await world(reboot2h);
+    await clock.advance(30 * MIN);
+    expect((await autoscalePools(deps)).maintenance.preparing).toEqual(['n-a']);
+    expect(sim.cloud.pools.get('np-t4')!.desired).toBe(3);
+    // Someone lowers the pool back to 2 in the ACK console while n-a is being moved: its replacement never comes,
+    // yet the pool's two members (n-a itself among them) are Ready with their GPUs, as many as it should have.
+    sim.cloud.setDesired('np-t4', 2);
+    await clock.advance(3 * MIN);
+    expect((await autoscalePools(deps)).maintenance.draining).toEqual([]);
+    expect(serving()!.terminating).toBe(false);
+    // …and by its drain deadline (30 min before the event) it is drained all the same.
+    await clock.advance(57 * MIN);
     expect((await autoscalePools(deps)).maintenance.draining).toEqual(['n-a']);
   });
 

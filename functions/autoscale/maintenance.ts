@@ -151,21 +151,13 @@ export async function maintainPools(
   const mpools: MaintenancePool[] = managed.map((p) => {
     const bounds = deps.policy.pools[p.id]!;
     const busy = book.busy(p.id);
-    // A member is capacity only Ready with its type's GPUs, as a scale-out's node arrives (arrivals.ts): one whose
-    // driver or device plugin is down is no replacement for the node moved off (its GPU pods could land nowhere).
-    // The offer unknown, none is: the node is drained by its deadline.
-    const offer = book.gpuOffer(p.id);
-    return {
-      id: p.id,
-      desired: p.desiredSize,
-      ready: offer
-        ? members.filter((n) => n.labels[NODEPOOL_LABEL] === p.id && n.ready === true && advertisesGpus(n, offer))
-            .length
-        : 0,
-      max: bounds.max,
-      ...(busy ? { noReplacement: busy } : {}),
-    };
+    return { id: p.id, desired: p.desiredSize, max: bounds.max, ...(busy ? { noReplacement: busy } : {}) };
   });
+  // A member is capacity only Ready with its type's GPUs, as a scale-out's node arrives (arrivals.ts): one whose
+  // driver or device plugin is down is no replacement for the node moved off (its GPU pods could land nowhere), nor
+  // back from its event. The offer unknown, neither is known: no replacement is seen (the node is drained by its
+  // deadline) and no node returns.
+  const offers = new Map(managed.map((p) => [p.id, book.gpuOffer(p.id)]));
   const now = deps.clock.now();
   const plan = planMaintenance({
     now,
@@ -175,11 +167,13 @@ export async function maintainPools(
     nodes: new Map(
       members.map((n) => {
         const heldBy = remediationHold(n);
+        const offer = offers.get(n.labels[NODEPOOL_LABEL]!);
         return [
           n.name,
           {
             pool: n.labels[NODEPOOL_LABEL]!,
             ready: n.ready === true,
+            ...(offer ? { gpus: advertisesGpus(n, offer) } : {}),
             unschedulable: n.unschedulable,
             ...(heldBy ? { heldBy } : {}),
           },
@@ -246,6 +240,20 @@ async function carryOut(
         { title: `gpu-reflex: ${s.node} is back`, text: `${s.why}: uncordoned`, severity: 'info' },
       ]);
       out.returned.push(s.node);
+    } else if (s.kind === 'keep') {
+      deps.logger.warn('autoscale-pools: a node back from maintenance is kept cordoned', { node: s.node, why: s.why });
+      if (s.tell)
+        await book.setTracked(
+          s.pool,
+          (t) => (t[s.node] ? { ...t, [s.node]: { ...t[s.node]!, told: deps.clock.now() } } : t),
+          [
+            {
+              title: `gpu-reflex: ${s.node} is back from maintenance, kept cordoned`,
+              text: s.why.slice(0, 1000),
+              severity: 'warning',
+            },
+          ],
+        );
     } else {
       await book.setTracked(s.pool, ({ [s.node]: _, ...rest }) => rest);
       deps.logger.info('autoscale-pools: a node prepared for maintenance is forgotten', { node: s.node, why: s.why });

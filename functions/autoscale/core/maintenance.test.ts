@@ -30,10 +30,10 @@ function facts(over: Partial<MaintenanceFacts> = {}): MaintenanceFacts {
     warnings: [],
     tracked: {},
     nodes: new Map([
-      ['n-a', { pool: 'np-a', ready: true }],
-      ['n-b', { pool: 'np-a', ready: true }],
+      ['n-a', { pool: 'np-a', ready: true, gpus: true }],
+      ['n-b', { pool: 'np-a', ready: true, gpus: true }],
     ]),
-    pools: [{ id: 'np-a', desired: 2, ready: 2, max: 4 }],
+    pools: [{ id: 'np-a', desired: 2, max: 4 }],
     ...over,
   };
 }
@@ -41,8 +41,8 @@ function facts(over: Partial<MaintenanceFacts> = {}): MaintenanceFacts {
 /** The members with n-a cordoned, as a tracked node of ours is. */
 const cordonedA = (): MaintenanceFacts['nodes'] =>
   new Map([
-    ['n-a', { pool: 'np-a', ready: true, unschedulable: true }],
-    ['n-b', { pool: 'np-a', ready: true }],
+    ['n-a', { pool: 'np-a', ready: true, gpus: true, unschedulable: true }],
+    ['n-b', { pool: 'np-a', ready: true, gpus: true }],
   ]);
 
 const kinds = (f: MaintenanceFacts) => planMaintenance(f).steps.map((s) => `${s.kind} ${s.node}`);
@@ -64,7 +64,7 @@ describe('planMaintenance', () => {
       facts({
         now: T0 + 30 * MIN,
         warnings: [reboot(T0 + 120 * MIN)],
-        pools: [{ id: 'np-a', desired: 2, ready: 2, max: 2 }],
+        pools: [{ id: 'np-a', desired: 2, max: 2 }],
       }),
     );
     expect(plan.grow).toEqual({});
@@ -77,24 +77,76 @@ describe('planMaintenance', () => {
       facts({
         now: T0 + 30 * MIN,
         warnings: [reboot(T0 + 120 * MIN, 'n-a'), reboot(T0 + 120 * MIN, 'n-b')],
-        pools: [{ id: 'np-a', desired: 2, ready: 2, max: 3 }],
+        pools: [{ id: 'np-a', desired: 2, max: 3 }],
       }),
     );
     expect(plan.grow).toEqual({ 'np-a': { from: 2, to: 3, nodes: ['n-a'] } });
     expect(plan.refused.map((r) => r.node)).toEqual(['n-b']);
   });
 
-  it('waits for the replacement before draining, and drains once it is Ready', () => {
+  it('waits for the replacement before draining, and drains once it is Ready with its GPUs', () => {
     const d = T0 + 120 * MIN;
     const waiting = facts({
       now: T0 + 40 * MIN,
       warnings: [reboot(d)],
-      tracked: { 'n-a': tracked(d) },
+      tracked: { 'n-a': tracked(d, { before: ['n-a', 'n-b'] }) },
       nodes: cordonedA(),
-      pools: [{ id: 'np-a', desired: 3, ready: 2, max: 4 }],
+      pools: [{ id: 'np-a', desired: 3, max: 4 }],
     });
     expect(kinds(waiting)).toEqual([]);
-    expect(kinds({ ...waiting, pools: [{ id: 'np-a', desired: 3, ready: 3, max: 4 }] })).toEqual(['drain n-a']);
+    const joined = (m: { ready: boolean; gpus?: boolean }) =>
+      new Map([...cordonedA(), ['n-c', { pool: 'np-a', ...m }]]);
+    expect(kinds({ ...waiting, nodes: joined({ ready: true, gpus: false }) })).toEqual([]);
+    expect(kinds({ ...waiting, nodes: joined({ ready: true }) })).toEqual([]);
+    expect(kinds({ ...waiting, nodes: joined({ ready: false, gpus: true }) })).toEqual([]);
+    expect(kinds({ ...waiting, nodes: joined({ ready: true, gpus: true }) })).toEqual(['drain n-a']);
+  });
+
+  it('drains early by identity, not a count: Ready members that were there when it was asked are no replacement', () => {
+    const d = T0 + 120 * MIN;
+    // The size lowered back to 2 in the ACK console (or n-b back from NotReady): 2 of 2 Ready with GPUs, none new.
+    const f = facts({
+      now: T0 + 40 * MIN,
+      warnings: [reboot(d)],
+      tracked: { 'n-a': tracked(d, { before: ['n-a', 'n-b'] }) },
+      nodes: cordonedA(),
+      pools: [{ id: 'np-a', desired: 2, max: 4 }],
+    });
+    expect(kinds(f)).toEqual([]);
+    // A record kept before `before` was: no node is known to be its replacement.
+    const legacy = new Map([...cordonedA(), ['n-c', { pool: 'np-a', ready: true, gpus: true }]]);
+    expect(kinds({ ...f, tracked: { 'n-a': tracked(d) }, nodes: legacy })).toEqual([]);
+  });
+
+  it('takes one new node for one node moved off: two prepared together wait for two', () => {
+    const d = T0 + 120 * MIN;
+    const b = { ...tracked(d, { before: ['n-a', 'n-b'] }), eventId: 'e-n-b', instanceId: 'i-n-b' };
+    const nodes = new Map([
+      ['n-a', { pool: 'np-a', ready: true, gpus: true, unschedulable: true }],
+      ['n-b', { pool: 'np-a', ready: true, gpus: true, unschedulable: true }],
+      ['n-c', { pool: 'np-a', ready: true, gpus: true }],
+    ]);
+    const f = facts({
+      now: T0 + 40 * MIN,
+      warnings: [reboot(d), reboot(d, 'n-b')],
+      tracked: { 'n-a': tracked(d, { before: ['n-a', 'n-b'] }), 'n-b': b },
+      nodes,
+      pools: [{ id: 'np-a', desired: 4, max: 4 }],
+    });
+    expect(kinds(f)).toEqual(['drain n-a']);
+    nodes.set('n-d', { pool: 'np-a', ready: true, gpus: true });
+    expect(kinds(f)).toEqual(['drain n-a', 'drain n-b']);
+  });
+
+  it("records the pool's members when it asks the replacement, none when it asks none", () => {
+    const d = T0 + 120 * MIN;
+    const plan = planMaintenance(facts({ now: T0 + 30 * MIN, warnings: [reboot(d)] }));
+    expect(plan.steps[0]).toMatchObject({ kind: 'prepare', tracked: { before: ['n-a', 'n-b'] } });
+    const full = planMaintenance(
+      facts({ now: T0 + 30 * MIN, warnings: [reboot(d)], pools: [{ id: 'np-a', desired: 2, max: 2 }] }),
+    );
+    expect(full.steps[0]).toMatchObject({ kind: 'prepare', tracked: { replacement: false } });
+    expect((full.steps[0] as { tracked: TrackedNode }).tracked.before).toBeUndefined();
   });
 
   it('drains at the drain deadline (30 min before) even when no replacement came', () => {
@@ -104,7 +156,7 @@ describe('planMaintenance', () => {
       warnings: [reboot(d)],
       tracked: { 'n-a': tracked(d) },
       nodes: cordonedA(),
-      pools: [{ id: 'np-a', desired: 3, ready: 2, max: 4 }],
+      pools: [{ id: 'np-a', desired: 3, max: 4 }],
     });
     expect(kinds(f)).toEqual(['drain n-a']);
     expect(kinds({ ...f, now: d - 31 * MIN })).toEqual([]);
@@ -137,6 +189,36 @@ describe('planMaintenance', () => {
     expect(kinds({ ...f, nodes: rebooting })).toEqual([]);
   });
 
+  it('keeps a node back Ready without its GPUs cordoned and tells a person once; the same when unknown', () => {
+    const d = T0 + 120 * MIN;
+    const back = (m: { gpus?: boolean; unschedulable?: boolean }, over: Partial<TrackedNode> = {}) =>
+      planMaintenance(
+        facts({
+          now: d + 5 * MIN,
+          warnings: [],
+          tracked: { 'n-a': tracked(d, over) },
+          nodes: new Map([...cordonedA(), ['n-a', { pool: 'np-a', ready: true, unschedulable: true, ...m }]]),
+        }),
+      ).steps;
+    expect(back({ gpus: false })).toEqual([
+      expect.objectContaining({
+        kind: 'keep',
+        node: 'n-a',
+        tell: true,
+        why: expect.stringMatching(/none of its type/),
+      }),
+    ]);
+    expect(back({ gpus: false }, { told: d })).toEqual([expect.objectContaining({ kind: 'keep', tell: false })]);
+    expect(back({})).toEqual([
+      expect.objectContaining({ kind: 'keep', tell: true, why: expect.stringMatching(/unknown.*cannot be read/) }),
+    ]);
+    expect(back({ gpus: true })).toEqual([expect.objectContaining({ kind: 'return', node: 'n-a' })]);
+    // Uncordoned by someone meanwhile: theirs now, only forgotten.
+    expect(back({ gpus: false, unschedulable: false })).toEqual([
+      expect.objectContaining({ kind: 'forget', node: 'n-a' }),
+    ]);
+  });
+
   it("never lifts a cordon it did not set: a person's, or one remediation holds by then", () => {
     const d = T0 + 120 * MIN;
     const theirs = facts({ now: d + 5 * MIN, warnings: [], tracked: { 'n-a': tracked(d, { ownCordon: false }) } });
@@ -146,7 +228,7 @@ describe('planMaintenance', () => {
     expect(kinds({ ...theirs, tracked: { 'n-a': tracked(d) }, nodes: held })).toEqual(['forget n-a']);
     // Prepared while already cordoned: not ours.
     const cordoned = new Map(theirs.nodes);
-    cordoned.set('n-a', { pool: 'np-a', ready: true, unschedulable: true });
+    cordoned.set('n-a', { pool: 'np-a', ready: true, gpus: true, unschedulable: true });
     const plan = planMaintenance(facts({ now: T0 + 30 * MIN, warnings: [reboot(d)], nodes: cordoned }));
     expect(plan.steps[0]).toMatchObject({ kind: 'prepare', tracked: { ownCordon: false } });
   });

@@ -8,12 +8,17 @@
  *      cordoned (nothing new lands on it) and, when the pool is below its max (and the replacement within the
  *      policy's spending limit, the pool not held because its last scale-out's nodes did not arrive), one more node
  *      is asked of the pool: capacity first; a node of ours found schedulable later is cordoned again;
- *   2. drain: once the pool's requested nodes are all Ready with their GPUs (the replacement joined and can carry the
- *      node's GPU pods: a node whose driver or device plugin is down cannot), or `drainBeforeMinutes` before
- *      the deadline at the latest (a spot notice: at once, a new node takes minutes), its pods are evicted through
- *      the Eviction API (disruption budgets respected; a blocked one is tried again next round);
- *   3. return: once the event is no longer listed (executed, canceled) and the node is Ready again, it is
- *      uncordoned and forgotten; the extra node idles and scale-in gives it back.
+ *   2. drain: once its replacement has joined, by identity: a node of the pool that was not one of its members when
+ *      the replacement was asked (TrackedNode.before), Ready with its GPUs (it can carry the node's GPU pods: a node
+ *      whose driver or device plugin is down cannot), one such node per node moved off; a count of Ready members
+ *      is not that (a size lowered in the ACK console meanwhile, a member back from NotReady meet it with no new
+ *      node). Or `drainBeforeMinutes` before the deadline at the latest (a spot notice: at once, a new node takes
+ *      minutes). Its pods are evicted through the Eviction API (disruption budgets respected; a blocked one is tried
+ *      again next round);
+ *   3. return: once the event is no longer listed (executed, canceled) and the node is Ready again with its type's
+ *      GPUs, it is uncordoned and forgotten; the extra node idles and scale-in gives it back. Ready without them (the
+ *      driver or device plugin not up after the reboot or redeploy), or with its pool's GPUs unknown (its type
+ *      unread), it stays cordoned and a person is told once; it returns once they show.
  * An event that cannot be read (the call failed) is unknown: nothing is returned on it, and nodes already being
  * prepared keep their stored deadline.
  */
@@ -46,6 +51,13 @@ export interface TrackedNode {
   replacement: boolean;
   /** gpu-reflex cordoned it (it was schedulable): only then is it uncordoned on return. */
   ownCordon: boolean;
+  /**
+   * The pool's members when its replacement was asked, by name: any other member is a new node. Absent on a record
+   * written before it was kept: no node is known to be its replacement, so it is drained by its deadline.
+   */
+  before?: string[];
+  /** When a person was told it is back Ready without its GPUs, or with them unknown (ms): told once. */
+  told?: number;
 }
 
 export interface MaintenancePolicy {
@@ -58,8 +70,6 @@ export interface MaintenancePolicy {
 export interface MaintenancePool {
   id: string;
   desired: number;
-  /** Members Ready and advertising the pool's GPUs (arrivals.ts `advertisesGpus`); 0 when that cannot be known. */
-  ready: number;
   max: number;
   /** Why no replacement may be bought (the spending limit, the pool held: its last nodes did not arrive), if so. */
   noReplacement?: string;
@@ -73,10 +83,14 @@ export interface MaintenanceFacts {
   /** node → tracked, across every managed pool. */
   tracked: Readonly<Record<string, TrackedNode>>;
   /**
-   * Members of managed pools: node → its pool, whether Ready, whether cordoned, and who else holds it
-   * (remediation's state label or taint), if anyone.
+   * Members of managed pools: node → its pool, whether Ready, whether it advertises its pool's GPUs (arrivals.ts
+   * `advertisesGpus`; undefined when the pool's GPUs cannot be known: its type unread), whether cordoned, and who
+   * else holds it (remediation's state label or taint), if anyone.
    */
-  nodes: ReadonlyMap<string, { pool: string; ready: boolean; unschedulable?: boolean; heldBy?: string }>;
+  nodes: ReadonlyMap<
+    string,
+    { pool: string; ready: boolean; gpus?: boolean; unschedulable?: boolean; heldBy?: string }
+  >;
   pools: readonly MaintenancePool[];
 }
 
@@ -85,6 +99,8 @@ export type MaintenanceStep =
   | { kind: 'cordon'; node: string; pool: string; why: string }
   | { kind: 'drain'; node: string; pool: string; why: string }
   | { kind: 'return'; node: string; pool: string; why: string }
+  /** Its event is over, yet it is kept cordoned (no GPUs, or unknown): `tell` a person, once. */
+  | { kind: 'keep'; node: string; pool: string; why: string; tell: boolean }
   | { kind: 'forget'; node: string; pool: string; why: string };
 
 export interface MaintenancePlan {
@@ -104,6 +120,7 @@ export function planMaintenance(f: MaintenanceFacts): MaintenancePlan {
     t.kind === 'preemption' ? t.since : t.deadline - f.policy.drainBeforeMinutes * MIN;
   const poolOf = new Map(f.pools.map((p) => [p.id, p]));
   const warned = new Map((f.warnings ?? []).map((w) => [w.node, w]));
+  const membersOf = (pool: string) => [...f.nodes].filter(([, m]) => m.pool === pool).map(([n]) => n);
   // 1. New warnings, once inside the preparing window.
   for (const w of warned.values()) {
     const member = f.nodes.get(w.node);
@@ -125,6 +142,7 @@ export function planMaintenance(f: MaintenanceFacts): MaintenancePlan {
       since: f.now,
       replacement: refusal === undefined,
       ownCordon: member.unschedulable !== true,
+      ...(refusal === undefined ? { before: membersOf(pool.id) } : {}),
     };
     plan.steps.push({ kind: 'prepare', node: w.node, pool: pool.id, tracked, why: wordsOf(w) });
     // A spot notice leaves no time to wait for a node; an event first seen late is drained at once too.
@@ -132,6 +150,7 @@ export function planMaintenance(f: MaintenanceFacts): MaintenancePlan {
       plan.steps.push({ kind: 'drain', node: w.node, pool: pool.id, why: `${wordsOf(w)}: no time to wait for a node` });
   }
   // 2. Tracked nodes: drain when the replacement is Ready or the drain deadline came; return once the event is over.
+  const replaced = replacementsJoined(f);
   for (const [node, t] of Object.entries(f.tracked)) {
     const member = f.nodes.get(node);
     const poolId = member?.pool ?? '';
@@ -149,8 +168,35 @@ export function planMaintenance(f: MaintenanceFacts): MaintenancePlan {
           pool: poolId,
           why: `${t.type} on ${node} is over; left cordoned: ${member.heldBy ?? 'cordoned before gpu-reflex did'}`,
         });
+      else if (member.ready && member.gpus === true)
+        plan.steps.push({
+          kind: 'return',
+          node,
+          pool: poolId,
+          why: `${t.type} on ${node} is over and it is Ready with its GPUs`,
+        });
+      else if (member.ready && member.unschedulable !== true)
+        plan.steps.push({
+          kind: 'forget',
+          node,
+          pool: poolId,
+          why: `${t.type} on ${node} is over; uncordoned by then`,
+        });
       else if (member.ready)
-        plan.steps.push({ kind: 'return', node, pool: poolId, why: `${t.type} on ${node} is over and it is Ready` });
+        // Uncordoned without its GPUs, it would take CPU pods and look like capacity while its GPU jobs can land
+        // nowhere: kept cordoned until they show, and a person told (the driver or device plugin did not come up).
+        plan.steps.push({
+          kind: 'keep',
+          node,
+          pool: poolId,
+          tell: t.told === undefined,
+          why:
+            member.gpus === false
+              ? `${t.type} on ${node} is over and it is Ready, but advertises none of its type's GPUs (the NVIDIA ` +
+                'driver or the device plugin did not come up): kept cordoned until they show'
+              : `${t.type} on ${node} is over and it is Ready, but whether it has its GPUs is unknown (its node ` +
+                "pool's instance type cannot be read): kept cordoned until that is known",
+        });
       continue;
     }
     // Recorded as ours, yet schedulable: the round that recorded it stopped before its cordon (the record is
@@ -163,8 +209,7 @@ export function planMaintenance(f: MaintenanceFacts): MaintenancePlan {
         pool: poolId,
         why: `${t.type} on ${node}: recorded as ours, not cordoned`,
       });
-    const pool = poolOf.get(poolId);
-    const capacityReady = t.replacement && pool !== undefined && pool.ready >= pool.desired;
+    const capacityReady = replaced.has(node);
     if (f.now >= drainAt(t) || capacityReady)
       plan.steps.push({
         kind: 'drain',
@@ -173,11 +218,37 @@ export function planMaintenance(f: MaintenanceFacts): MaintenancePlan {
         why:
           f.now >= drainAt(t)
             ? `${t.type} at ${clock(t.deadline)}: drained by ${clock(drainAt(t))} at the latest`
-            : `${t.type} at ${clock(t.deadline)}: the pool's nodes are all Ready with their GPUs ` +
-              '(its replacement joined)',
+            : `${t.type} at ${clock(t.deadline)}: ${replaced.get(node)}, new since its replacement was asked, ` +
+              'is Ready with its GPUs',
       });
   }
   return plan;
+}
+
+/**
+ * Tracked nodes whose replacement has joined → the new node that stands in for each: a member not in the pool when
+ * the replacement was asked (`before`), Ready with its GPUs, not itself being moved off, each taken for one node
+ * only. The latest asked go first: their new nodes are the fewest (an earlier one's may have joined by then).
+ */
+function replacementsJoined(f: MaintenanceFacts): Map<string, string> {
+  const out = new Map<string, string>();
+  const taken = new Set<string>();
+  const waiting = Object.entries(f.tracked)
+    .filter(([node, t]) => t.replacement && t.before && f.nodes.has(node))
+    .sort(([, a], [, b]) => b.since - a.since);
+  for (const [node, t] of waiting) {
+    const pool = f.nodes.get(node)!.pool;
+    const before = new Set(t.before);
+    const fresh = [...f.nodes]
+      .filter(([n, m]) => m.pool === pool && m.ready && m.gpus === true && !before.has(n))
+      .map(([n]) => n)
+      .filter((n) => !taken.has(n) && !f.tracked[n])
+      .sort();
+    if (fresh[0] === undefined) continue;
+    taken.add(fresh[0]);
+    out.set(node, fresh[0]);
+  }
+  return out;
 }
 
 function wordsOf(w: CapacityWarning): string {
