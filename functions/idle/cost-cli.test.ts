@@ -121,6 +121,43 @@ describe('costReport', () => {
     expect(costTable(rep)[2]).toContain('unpriced (1 GPU-h)');
   });
 
+  it('says GPU-hours and cost are unknown, never leaves the pod out, where its share of a GPU is unknown', () => {
+    // ACK cGPU pods ask for GiB of a card (aliyun.com/gpu-mem), DRA pods for a claim: what share of a GPU they hold
+    // is not in their requests. Leaving them out told a team whose GPUs are shared that it spent nothing.
+    const rep = costReport(
+      [t4],
+      [
+        pod({ name: 'nb' }),
+        pod({ name: 'infer', extendedResources: { 'aliyun.com/gpu-mem': 8 } }),
+        { ...pod({ name: 'dra', extendedResources: {} }), resourceClaims: 1 },
+        pod({
+          name: 'serve',
+          namespace: 'llm',
+          labels: { team: 'llm' },
+          extendedResources: { 'aliyun.com/gpu-mem': 4 },
+        }),
+      ],
+      policy,
+      NOW - H,
+      NOW,
+    );
+    expect(rep.rows).toEqual([
+      expect.objectContaining({ team: 'llm', namespace: 'llm', pods: 1, unmeasuredPods: 1 }),
+      expect.objectContaining({ team: 'research', namespace: 'research', pods: 3, gpuHours: 1, unmeasuredPods: 2 }),
+    ]);
+    for (const r of rep.rows) {
+      expect(r).not.toHaveProperty('cost');
+      expect(r).not.toHaveProperty('idleCost');
+    }
+    expect(costTable(rep)[2]).toMatch(
+      /^llm\s+llm\s+1\s+unknown \(1 pod unmeasured\)\s+unknown\s+-\s+unknown\s+unknown$/,
+    );
+    expect(costCsv(rep)[2]).toBe(`research,research,3,,,,,CNY,${rep.from},${rep.to}`);
+    const llm = weeklyNotices(rep, policy).find((n) => n.team === 'llm')!.notice.text;
+    expect(llm).not.toMatch(/0\.00/);
+    expect(llm).toContain('unknown');
+  });
+
   it('counts a MIG device as its share of a GPU', () => {
     expect(gpusOf({ 'nvidia.com/mig-3g.40gb': 2, 'nvidia.com/gpu': 1, cpu: 4 })).toBeCloseTo(1 + 6 / 7, 9);
   });
