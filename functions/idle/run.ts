@@ -129,6 +129,7 @@ export async function watchIdle(deps: IdleDeps, s: GpuUtilizationSummaryDetail):
   const approvals = await approvalsOf(deps, node.name, record);
   const plan = planIdle({ node, summary: s, pods, record, approvals }, deps.policy);
   if (plan.skipped) deps.logger.info('idle-gpus: nothing decided', { node: node.name, why: plan.skipped });
+  for (const why of plan.held ?? []) deps.logger.info('idle-gpus: eviction held', { node: node.name, why });
   const out = await carryOut(
     {
       node: node.name,
