@@ -95,6 +95,30 @@ describe('costReport', () => {
     expect(costTable(rep).at(-1)).toBe('not counted: 1 ended GPU pod without an end time (research/lost)');
   });
 
+  it('tells each team in its weekly notice of its ended pods it could not time, never leaves them out', () => {
+    // A team whose only GPU pod of the week ended without an end time was told nothing; one with others was told a
+    // smaller sum as if whole.
+    const at = (h: number) => new Date(NOW - h * H).toISOString();
+    const rep = costReport(
+      [t4],
+      [
+        pod({ name: 'nb', labels: { team: 'vision' } }),
+        pod({ name: 'lost', phase: 'Failed', createdAt: at(10), labels: { team: 'vision' } }),
+        pod({ name: 'job', namespace: 'train', phase: 'Failed', createdAt: at(10), labels: { team: 'llm' } }),
+      ],
+      policy,
+      NOW - 24 * H,
+      NOW,
+    );
+    expect(rep.unknownEnd).toEqual(['research/lost', 'train/job']);
+    const notices = weeklyNotices(rep, policy);
+    expect(notices.map((n) => n.team)).toEqual(['llm', 'vision']);
+    expect(notices[0]!.notice.text).toBe(
+      'GPU-hours unknown: not counted: 1 ended GPU pod without an end time (train/job)',
+    );
+    expect(notices[1]!.notice.text).toContain('\nnot counted: 1 ended GPU pod without an end time (research/lost)');
+  });
+
   it("says the idle share is unknown, not 0, where a node's idle record cannot be read", () => {
     const rep = costReport(
       [{ ...t4, annotations: { 'gpu-reflex.io/idle-gpus': '{"v":2,"runs":[]}' } }],

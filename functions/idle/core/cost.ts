@@ -65,6 +65,8 @@ export interface CostReport {
   rows: CostRow[];
   /** Ended GPU pods (namespace/name) the API gives no end time for: left out, not guessed. */
   unknownEnd: string[];
+  /** The same by team (absent: none), so each team's weekly notice says what of its own was left out. */
+  unknownEndByTeam?: Record<string, string[]>;
   /**
    * Set when the period reaches back past what the idle history keeps (HISTORY_RETENTION_MS): before it, only runs
    * still open count as idle — ended ones are gone, so the idle share there is a floor, said so, never a total.
@@ -112,6 +114,7 @@ export function costReport(
   }
   const rows = new Map<string, CostRow>();
   const unknownEnd: string[] = [];
+  const unknownEndByTeam: Record<string, string[]> = {};
   for (const p of pods) {
     const ended = p.phase === 'Succeeded' || p.phase === 'Failed';
     if ((p.phase !== 'Running' && !ended) || !p.nodeName) continue;
@@ -120,8 +123,10 @@ export function costReport(
     const unmeasured = gpus === 0 && holdsDevices(p);
     if (gpus === 0 && !unmeasured) continue;
     const end = ended ? (p.finishedAt !== undefined ? Date.parse(p.finishedAt) : NaN) : toMs;
+    const team = p.labels[policy.teamLabel] ?? p.namespace;
     if (Number.isNaN(end)) {
       unknownEnd.push(`${p.namespace}/${p.name}`);
+      (unknownEndByTeam[team] ??= []).push(`${p.namespace}/${p.name}`);
       continue;
     }
     if (ended && end <= fromMs) continue; // ended before the period
@@ -130,7 +135,6 @@ export function costReport(
     const idleGpuHours = Math.min(gpuHours, (idleByPod.get(`${p.namespace}/${p.name}`) ?? 0) / 3_600_000);
     const type = byNode.get(p.nodeName)?.labels[INSTANCE_TYPE_LABEL];
     const price = (type !== undefined ? policy.prices[type] : undefined) ?? nodePrices.get(p.nodeName);
-    const team = p.labels[policy.teamLabel] ?? p.namespace;
     const key = `${team}\u0000${p.namespace}`;
     const row = rows.get(key) ?? {
       team,
@@ -180,6 +184,9 @@ export function costReport(
     currency: policy.currency,
     rows: out,
     unknownEnd: unknownEnd.sort(),
+    ...(unknownEnd.length > 0
+      ? { unknownEndByTeam: Object.fromEntries(Object.entries(unknownEndByTeam).map(([t, l]) => [t, l.sort()])) }
+      : {}),
     ...(fromMs < toMs - HISTORY_RETENTION_MS
       ? { idleKeptFrom: new Date(toMs - HISTORY_RETENTION_MS).toISOString() }
       : {}),
@@ -228,20 +235,19 @@ export function costTable(rep: CostReport): string[] {
       .map((c, j) => c.padEnd(width[j]!))
       .join('  ')
       .trimEnd();
-  const unknown = rep.unknownEnd.length;
   return [
     `GPU cost ${rep.from} → ${rep.to} (${rep.currency})`,
     line(COLUMNS),
     ...rows.map(line),
-    ...(unknown > 0
-      ? [
-          `not counted: ${unknown} ended GPU pod${unknown === 1 ? '' : 's'} without an end time ` +
-            `(${rep.unknownEnd.slice(0, 5).join(', ')}${unknown > 5 ? ', …' : ''})`,
-        ]
-      : []),
+    ...(rep.unknownEnd.length > 0 ? [unknownEndWords(rep.unknownEnd)] : []),
     ...(rep.idleKeptFrom ? [idleKeptWords(rep.idleKeptFrom)] : []),
   ];
 }
+
+/** Ended GPU pods the report could not time (CostReport.unknownEnd), named: left out, not guessed. */
+export const unknownEndWords = (pods: readonly string[]) =>
+  `not counted: ${pods.length} ended GPU pod${pods.length === 1 ? '' : 's'} without an end time ` +
+  `(${pods.slice(0, 5).join(', ')}${pods.length > 5 ? ', …' : ''})`;
 
 /** What the idle share leaves out of a period longer than the idle history keeps (CostReport.idleKeptFrom). */
 export const idleKeptWords = (from: string) =>

@@ -3,7 +3,7 @@
  * and cost of the week before that instant, per namespace, the idle share apart (core/cost.ts).
  */
 import type { Notice } from '../../adapters/chat/notifier.ts';
-import { gpuHoursWords, idleHours, type CostReport, type CostRow } from './cost.ts';
+import { gpuHoursWords, idleHours, unknownEndWords, type CostReport, type CostRow } from './cost.ts';
 import { WEEKDAYS, type IdlePolicy } from './policy.ts';
 
 const HOUR = 3_600_000;
@@ -28,9 +28,17 @@ const money = (v: number | undefined, r: CostRow, currency: string) =>
 /** One notice per team the policy reports on, with a line per namespace; teams without GPU pods get none. */
 export function weeklyNotices(rep: CostReport, policy: IdlePolicy): { team: string; notice: Notice }[] {
   const wanted = policy.weeklyReport?.teams;
-  const teams = [...new Set(rep.rows.map((r) => r.team))].filter((t) => !wanted || wanted.includes(t)).sort();
+  const untimed = rep.unknownEndByTeam ?? {};
+  const teams = [...new Set([...rep.rows.map((r) => r.team), ...Object.keys(untimed)])]
+    .filter((t) => !wanted || wanted.includes(t))
+    .sort();
   return teams.map((team) => {
     const rows = rep.rows.filter((r) => r.team === team);
+    // Its ended pods the API gives no end time for: named, never left out in silence (nor a team told nothing).
+    const notCounted = untimed[team] ? [unknownEndWords(untimed[team])] : [];
+    const title = `gpu-reflex: team ${team}'s GPU cost, ${rep.from.slice(0, 10)} → ${rep.to.slice(0, 10)}`;
+    if (rows.length === 0)
+      return { team, notice: { title, text: `GPU-hours unknown: ${notCounted.join('')}`, severity: 'info' as const } };
     const hours = rows.reduce((a, r) => a + r.gpuHours, 0);
     const idle = rows.reduce((a, r) => a + r.idleGpuHours, 0);
     // A namespace whose idle share could not be read makes the team's unknown too, never a smaller sum; so does
@@ -56,11 +64,12 @@ export function weeklyNotices(rep: CostReport, policy: IdlePolicy): { team: stri
     return {
       team,
       notice: {
-        title: `gpu-reflex: team ${team}'s GPU cost, ${rep.from.slice(0, 10)} → ${rep.to.slice(0, 10)}`,
+        title,
         text: [
           `${unmeasured > 0 ? 'unknown' : hours.toFixed(2)} GPU-hours ` +
             `(idle ${idleKnown ? idle.toFixed(2) : 'unknown'}): ${total}`,
           ...lines,
+          ...notCounted,
         ].join('\n'),
         severity: 'info',
       },
