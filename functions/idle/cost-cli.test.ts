@@ -95,6 +95,30 @@ describe('costReport', () => {
     expect(costTable(rep).at(-1)).toBe('not counted: 1 ended GPU pod without an end time (research/lost)');
   });
 
+  it('tells each team in its weekly notice of its ended pods it could not time, never leaves them out', () => {
+    // A team whose only GPU pod of the week ended without an end time was told nothing; one with others was told a
+    // smaller sum as if whole.
+    const at = (h: number) => new Date(NOW - h * H).toISOString();
+    const rep = costReport(
+      [t4],
+      [
+        pod({ name: 'nb', labels: { team: 'vision' } }),
+        pod({ name: 'lost', phase: 'Failed', createdAt: at(10), labels: { team: 'vision' } }),
+        pod({ name: 'job', namespace: 'train', phase: 'Failed', createdAt: at(10), labels: { team: 'llm' } }),
+      ],
+      policy,
+      NOW - 24 * H,
+      NOW,
+    );
+    expect(rep.unknownEnd).toEqual(['research/lost', 'train/job']);
+    const notices = weeklyNotices(rep, policy);
+    expect(notices.map((n) => n.team)).toEqual(['llm', 'vision']);
+    expect(notices[0]!.notice.text).toBe(
+      'GPU-hours unknown: not counted: 1 ended GPU pod without an end time (train/job)',
+    );
+    expect(notices[1]!.notice.text).toContain('\nnot counted: 1 ended GPU pod without an end time (research/lost)');
+  });
+
   it("says the idle share is unknown, not 0, where a node's idle record cannot be read", () => {
     const rep = costReport(
       [{ ...t4, annotations: { 'gpu-reflex.io/idle-gpus': '{"v":2,"runs":[]}' } }],
@@ -119,6 +143,43 @@ describe('costReport', () => {
     expect(rep.rows[0]).toMatchObject({ gpuHours: 1, unpricedGpuHours: 1 });
     expect(rep.rows[0]).not.toHaveProperty('cost');
     expect(costTable(rep)[2]).toContain('unpriced (1 GPU-h)');
+  });
+
+  it('says GPU-hours and cost are unknown, never leaves the pod out, where its share of a GPU is unknown', () => {
+    // ACK cGPU pods ask for GiB of a card (aliyun.com/gpu-mem), DRA pods for a claim: what share of a GPU they hold
+    // is not in their requests. Leaving them out told a team whose GPUs are shared that it spent nothing.
+    const rep = costReport(
+      [t4],
+      [
+        pod({ name: 'nb' }),
+        pod({ name: 'infer', extendedResources: { 'aliyun.com/gpu-mem': 8 } }),
+        { ...pod({ name: 'dra', extendedResources: {} }), resourceClaims: 1 },
+        pod({
+          name: 'serve',
+          namespace: 'llm',
+          labels: { team: 'llm' },
+          extendedResources: { 'aliyun.com/gpu-mem': 4 },
+        }),
+      ],
+      policy,
+      NOW - H,
+      NOW,
+    );
+    expect(rep.rows).toEqual([
+      expect.objectContaining({ team: 'llm', namespace: 'llm', pods: 1, unmeasuredPods: 1 }),
+      expect.objectContaining({ team: 'research', namespace: 'research', pods: 3, gpuHours: 1, unmeasuredPods: 2 }),
+    ]);
+    for (const r of rep.rows) {
+      expect(r).not.toHaveProperty('cost');
+      expect(r).not.toHaveProperty('idleCost');
+    }
+    expect(costTable(rep)[2]).toMatch(
+      /^llm\s+llm\s+1\s+unknown \(1 pod unmeasured\)\s+unknown\s+-\s+unknown\s+unknown$/,
+    );
+    expect(costCsv(rep)[2]).toBe(`research,research,3,,,,,CNY,${rep.from},${rep.to}`);
+    const llm = weeklyNotices(rep, policy).find((n) => n.team === 'llm')!.notice.text;
+    expect(llm).not.toMatch(/0\.00/);
+    expect(llm).toContain('unknown');
   });
 
   it('counts a MIG device as its share of a GPU', () => {

@@ -63,7 +63,7 @@ describe('live prices for nodes the policy leaves unpriced', () => {
   });
 
   it('says what it cannot price rather than guess: no GPU count, no price from the cloud', async () => {
-    const { s } = source([], {}, {});
+    const { s } = source([{ id: 'np-od', spotStrategy: 'NoSpot' }], {}, {});
     const live = await livePrices(
       [node('a-0', 'ecs.gn7e-c16g1.16xlarge', 'np-od'), node('b-0', 'ecs.unknown', 'np-od', 1)],
       IdlePolicySchema.parse({}),
@@ -73,6 +73,39 @@ describe('live prices for nodes the policy leaves unpriced', () => {
     expect(live.notes).toEqual([
       'a-0: no nvidia.com/gpu.count label: its ecs.gn7e-c16g1.16xlarge price cannot be split per GPU',
       'b-0: Alibaba Cloud gives no price for ecs.unknown',
+    ]);
+  });
+});
+
+describe('live prices where the node’s pool does not say how it is paid', () => {
+  it('leaves unpriced, and says so, a node of no listed pool, or of a subscription (PrePaid) one', async () => {
+    // A node of a pool the listing does not name may be a spot one, and a subscription (PrePaid) node is not paid
+    // the pay-as-you-go list price: either priced at DescribePrice's pay-as-you-go TradePrice is a wrong sum.
+    const { s } = source(
+      [
+        { id: 'np-od', spotStrategy: 'NoSpot' },
+        { id: 'np-sub', spotStrategy: 'NoSpot', chargeType: 'PrePaid' },
+      ],
+      { 'ecs.gn7i-c8g1.2xlarge': 18 },
+      {},
+    );
+    const bare = node('n-0', 'ecs.gn7i-c8g1.2xlarge', '', 1);
+    delete (bare.labels as Record<string, string>)['alibabacloud.com/nodepool-id'];
+    const live = await livePrices(
+      [
+        node('a-0', 'ecs.gn7i-c8g1.2xlarge', 'np-od', 1),
+        node('g-0', 'ecs.gn7i-c8g1.2xlarge', 'np-gone', 1),
+        bare,
+        node('s-0', 'ecs.gn7i-c8g1.2xlarge', 'np-sub', 1),
+      ],
+      IdlePolicySchema.parse({}),
+      s,
+    );
+    expect(Object.fromEntries(live.byNode)).toEqual({ 'a-0': 18 });
+    expect(live.notes).toEqual([
+      'g-0: its node pool np-gone is not among the cluster’s node pools: whether it is spot is unknown',
+      'n-0: no alibabacloud.com/nodepool-id label: whether it is spot is unknown',
+      's-0: its node pool np-sub is a subscription (PrePaid): it is not paid the pay-as-you-go price',
     ]);
   });
 });

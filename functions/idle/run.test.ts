@@ -5,6 +5,7 @@ import { getApproval, IDLE_APPROVALS_SHARD } from '../lib/approvals.ts';
 import { OUTBOX_ANNOTATION } from '../lib/outbox.ts';
 import { IdlePolicySchema } from './core/policy.ts';
 import { IDLE_ANNOTATION } from '../lib/idle-record.ts';
+import { costReport } from './core/cost.ts';
 import { watchIdle } from './run.ts';
 import { GPU0, holder, idleWatcher, MIN, summary, T0 } from './testing.ts';
 
@@ -104,6 +105,36 @@ describe('watchIdle through the applier and fake ports', () => {
       await watchIdle(none.deps, summary(T0 + i * 10 * MIN, [{ uuid: GPU0, util: 0, mem: 0 }], NB));
     expect(none.kube.cluster.pod('research', 'notebook')?.terminating).toBe(false);
     expect(none.notifier.notices.filter((n) => n.approval)).toEqual([]);
+  });
+
+  it('keeps a record it could not read unknown for the cost report once it writes a new one over it', async () => {
+    // A record another version wrote (a rollback) does not parse: its ended runs are lost. The cost report read
+    // that node's idle share as unknown; the new record written over it must not make it read 0 idle hours.
+    const w = idleWatcher(policy());
+    const node = w.kube.cluster.nodes.get('gpu-1')!;
+    node.annotations[IDLE_ANNOTATION] = JSON.stringify({ v: 2, tracks: [], runs: [{ pod: 'notebook', ms: 9e6 }] });
+    for (let i = 0; i < 3; i++)
+      await watchIdle(w.deps, summary(T0 + i * 10 * MIN, [{ uuid: GPU0, util: 0, mem: 0 }], NB));
+    const written = w.kube.cluster.nodes.get('gpu-1')!;
+    expect(JSON.parse(written.annotations[IDLE_ANNOTATION]!).tracks).toHaveLength(1);
+    const rep = costReport(
+      [{ name: 'gpu-1', labels: written.labels, annotations: written.annotations }],
+      [
+        {
+          namespace: 'research',
+          name: 'notebook',
+          nodeName: 'gpu-1',
+          phase: 'Running',
+          labels: {},
+          extendedResources: { 'nvidia.com/gpu': 1 },
+        },
+      ],
+      policy(),
+      T0 - 24 * 60 * MIN,
+      T0 + 30 * MIN,
+    );
+    expect(rep.rows[0]).toMatchObject({ idleUnreadGpuHours: 24.5 });
+    expect(rep.rows[0]!.idleCost).toBeUndefined();
   });
 
   it('writes nothing for a GPU at work', async () => {

@@ -118,12 +118,18 @@ export function idleActions(plan: IdlePlan): Actions<IdleRecord> {
 export async function watchIdle(deps: IdleDeps, s: GpuUtilizationSummaryDetail): Promise<IdleOutcome> {
   // A node gone is NotFoundError: already done (the handler acknowledges it).
   const node = await deps.nodes.get(s.node);
-  const { record, warning } = readIdleRecord(node.annotations);
+  const read = readIdleRecord(node.annotations);
+  const warning = read.warning;
   if (warning) deps.logger.warn('idle-gpus', { node: node.name, warning });
+  // A record that does not parse (another version's: a rollback) held runs now lost. The cost report reads such a
+  // node's idle share as unknown; the record written over it says from when it is whole again (historyFrom), so
+  // the lost idle time never reads as none (docs/cost.md, Cost per team).
+  const record: IdleRecord = warning ? { tracks: [], historyFrom: Date.parse(s.windowStart) } : read.record;
   const pods = s.holders && s.holders.length > 0 ? await deps.pods.listOnNode(node.name) : [];
   const approvals = await approvalsOf(deps, node.name, record);
   const plan = planIdle({ node, summary: s, pods, record, approvals }, deps.policy);
   if (plan.skipped) deps.logger.info('idle-gpus: nothing decided', { node: node.name, why: plan.skipped });
+  for (const why of plan.held ?? []) deps.logger.info('idle-gpus: eviction held', { node: node.name, why });
   const out = await carryOut(
     {
       node: node.name,

@@ -31,12 +31,12 @@ describe('label-nodes on the embedded stack', () => {
         'gpu-reflex.io/mig.enabled -→false',
         'gpu-reflex.io/mig.strategy -→none',
       ],
-      // The maintenance: driver and CUDA upgraded, MIG on GPU 0 (the node advertises nvidia.com/gpu: single).
+      // The maintenance: driver and CUDA upgraded, MIG on GPU 0 only. Its nvidia.com/gpu are the MIG-off GPUs, which
+      // NVIDIA's single strategy refuses: the strategy cannot be told, so its label stays as it is.
       [
         'gpu-reflex.io/cuda.version 12.2→12.8',
         'gpu-reflex.io/driver.version 535.161.08→570.86.15',
         'gpu-reflex.io/mig.enabled false→true',
-        'gpu-reflex.io/mig.strategy none→single',
       ],
     ]);
     // The person's accelerator label is never written; the lost GPU leaves the count.

@@ -4,8 +4,11 @@
  * GPU-hour of their node's instance type (the idle policy's `prices`), per namespace and team, with the
  * idle share apart — the idle runs idle-gpus keeps on each node, open and ended (lib/idle-record.ts). A pod
  * deleted from the API is not counted (its idle runs went out as `GPU Idle Allocation` events); an ended pod
- * without an end time is not guessed at: it is counted in `unknownEnd`.
+ * without an end time is not guessed at: it is counted in `unknownEnd`. A GPU pod whose share of a GPU its
+ * requests do not say (ACK cGPU's GiB of a card, a DRA claim) is counted in its row as unmeasured: that row's
+ * GPU-hours and cost are unknown, never the sum without it.
  */
+import { holdsDevices } from '../../adapters/kube/model.ts';
 import { INSTANCE_TYPE_LABEL, migShare } from './planner.ts';
 import type { IdlePolicy } from './policy.ts';
 import { readIdleRecord } from '../../lib/idle-record.ts';
@@ -24,6 +27,8 @@ export interface CostPod {
   phase: string | undefined;
   labels: Readonly<Record<string, string>>;
   extendedResources: Readonly<Record<string, number>>;
+  /** How many DRA ResourceClaims the pod names (PodInfo.resourceClaims): devices its requests do not count. */
+  resourceClaims?: number;
   /** ISO; absent: counted from the start of the period. */
   createdAt?: string;
   /** ISO: when a Succeeded/Failed pod ended; absent on one: its hours are unknown, not counted. */
@@ -45,6 +50,12 @@ export interface CostRow {
    * (`idleGpuHours` counts only what was read; `idleCost` is left out).
    */
   idleUnreadGpuHours?: number;
+  /**
+   * Present: GPU pods whose share of a GPU is unknown (ACK cGPU `aliyun.com/gpu-mem` or
+   * `aliyun.com/gpu-core.percentage`, `nvidia.com/vgpu`, a DRA claim, …): counted in `pods`, not in the GPU-hours,
+   * so `gpuHours` and `idleGpuHours` are what the others held (a floor), and `cost` and `idleCost` are left out.
+   */
+  unmeasuredPods?: number;
 }
 
 export interface CostReport {
@@ -54,6 +65,8 @@ export interface CostReport {
   rows: CostRow[];
   /** Ended GPU pods (namespace/name) the API gives no end time for: left out, not guessed. */
   unknownEnd: string[];
+  /** The same by team (absent: none), so each team's weekly notice says what of its own was left out. */
+  unknownEndByTeam?: Record<string, string[]>;
   /**
    * Set when the period reaches back past what the idle history keeps (HISTORY_RETENTION_MS): before it, only runs
    * still open count as idle — ended ones are gone, so the idle share there is a floor, said so, never a total.
@@ -101,14 +114,19 @@ export function costReport(
   }
   const rows = new Map<string, CostRow>();
   const unknownEnd: string[] = [];
+  const unknownEndByTeam: Record<string, string[]> = {};
   for (const p of pods) {
     const ended = p.phase === 'Succeeded' || p.phase === 'Failed';
     if ((p.phase !== 'Running' && !ended) || !p.nodeName) continue;
     const gpus = gpusOf(p.extendedResources);
-    if (gpus === 0) continue;
+    // A GPU pod whose requests do not say what share of a GPU it holds: unknown, never nothing.
+    const unmeasured = gpus === 0 && holdsDevices(p);
+    if (gpus === 0 && !unmeasured) continue;
     const end = ended ? (p.finishedAt !== undefined ? Date.parse(p.finishedAt) : NaN) : toMs;
+    const team = p.labels[policy.teamLabel] ?? p.namespace;
     if (Number.isNaN(end)) {
       unknownEnd.push(`${p.namespace}/${p.name}`);
+      (unknownEndByTeam[team] ??= []).push(`${p.namespace}/${p.name}`);
       continue;
     }
     if (ended && end <= fromMs) continue; // ended before the period
@@ -117,7 +135,6 @@ export function costReport(
     const idleGpuHours = Math.min(gpuHours, (idleByPod.get(`${p.namespace}/${p.name}`) ?? 0) / 3_600_000);
     const type = byNode.get(p.nodeName)?.labels[INSTANCE_TYPE_LABEL];
     const price = (type !== undefined ? policy.prices[type] : undefined) ?? nodePrices.get(p.nodeName);
-    const team = p.labels[policy.teamLabel] ?? p.namespace;
     const key = `${team}\u0000${p.namespace}`;
     const row = rows.get(key) ?? {
       team,
@@ -131,6 +148,7 @@ export function costReport(
     };
     if (unread.has(p.nodeName)) row.idleUnreadGpuHours = (row.idleUnreadGpuHours ?? 0) + gpuHours;
     row.pods += 1;
+    if (unmeasured) row.unmeasuredPods = (row.unmeasuredPods ?? 0) + 1;
     row.gpuHours += gpuHours;
     row.idleGpuHours += idleGpuHours;
     if (price === undefined) row.unpricedGpuHours += gpuHours;
@@ -147,7 +165,7 @@ export function costReport(
       idleGpuHours: round(r.idleGpuHours, 2),
       unpricedGpuHours: round(r.unpricedGpuHours, 2),
       ...(r.idleUnreadGpuHours !== undefined ? { idleUnreadGpuHours: round(r.idleUnreadGpuHours, 2) } : {}),
-      ...(r.unpricedGpuHours > 0
+      ...(r.unpricedGpuHours > 0 || r.unmeasuredPods !== undefined
         ? { cost: undefined, idleCost: undefined }
         : {
             cost: round(r.cost ?? 0, 2),
@@ -166,6 +184,9 @@ export function costReport(
     currency: policy.currency,
     rows: out,
     unknownEnd: unknownEnd.sort(),
+    ...(unknownEnd.length > 0
+      ? { unknownEndByTeam: Object.fromEntries(Object.entries(unknownEndByTeam).map(([t, l]) => [t, l.sort()])) }
+      : {}),
     ...(fromMs < toMs - HISTORY_RETENTION_MS
       ? { idleKeptFrom: new Date(toMs - HISTORY_RETENTION_MS).toISOString() }
       : {}),
@@ -175,19 +196,34 @@ export function costReport(
 const COLUMNS = ['TEAM', 'NAMESPACE', 'PODS', 'GPU-HOURS', 'IDLE GPU-HOURS', 'IDLE %', 'COST', 'IDLE COST'];
 
 const pct = (r: CostRow) =>
-  r.gpuHours > 0 && r.idleUnreadGpuHours === undefined ? `${Math.round((100 * r.idleGpuHours) / r.gpuHours)}%` : '-';
+  r.gpuHours > 0 && r.idleUnreadGpuHours === undefined && r.unmeasuredPods === undefined
+    ? `${Math.round((100 * r.idleGpuHours) / r.gpuHours)}%`
+    : '-';
 const money = (v: number | undefined, r: CostRow) =>
-  v === undefined ? `unpriced (${r.unpricedGpuHours} GPU-h)` : v.toFixed(2);
-/** The idle GPU-hours, or why they are unknown (a node's idle record unread). */
+  r.unmeasuredPods !== undefined
+    ? 'unknown'
+    : v === undefined
+      ? `unpriced (${r.unpricedGpuHours} GPU-h)`
+      : v.toFixed(2);
+/** The GPU-hours, or why they are unknown (pods whose share of a GPU is unknown). */
+export const gpuHoursWords = (r: CostRow) =>
+  r.unmeasuredPods !== undefined
+    ? `unknown (${r.unmeasuredPods} pod${r.unmeasuredPods === 1 ? '' : 's'} unmeasured)`
+    : r.gpuHours.toFixed(2);
+/** The idle GPU-hours, or why they are unknown (a node's idle record unread, pods unmeasured). */
 export const idleHours = (r: CostRow) =>
-  r.idleUnreadGpuHours !== undefined ? `unknown (${r.idleUnreadGpuHours} GPU-h unread)` : r.idleGpuHours.toFixed(2);
+  r.idleUnreadGpuHours !== undefined
+    ? `unknown (${r.idleUnreadGpuHours} GPU-h unread)`
+    : r.unmeasuredPods !== undefined
+      ? 'unknown'
+      : r.idleGpuHours.toFixed(2);
 
 export function costTable(rep: CostReport): string[] {
   const rows = rep.rows.map((r) => [
     r.team,
     r.namespace,
     String(r.pods),
-    r.gpuHours.toFixed(2),
+    gpuHoursWords(r),
     idleHours(r),
     pct(r),
     money(r.cost, r),
@@ -199,20 +235,19 @@ export function costTable(rep: CostReport): string[] {
       .map((c, j) => c.padEnd(width[j]!))
       .join('  ')
       .trimEnd();
-  const unknown = rep.unknownEnd.length;
   return [
     `GPU cost ${rep.from} → ${rep.to} (${rep.currency})`,
     line(COLUMNS),
     ...rows.map(line),
-    ...(unknown > 0
-      ? [
-          `not counted: ${unknown} ended GPU pod${unknown === 1 ? '' : 's'} without an end time ` +
-            `(${rep.unknownEnd.slice(0, 5).join(', ')}${unknown > 5 ? ', …' : ''})`,
-        ]
-      : []),
+    ...(rep.unknownEnd.length > 0 ? [unknownEndWords(rep.unknownEnd)] : []),
     ...(rep.idleKeptFrom ? [idleKeptWords(rep.idleKeptFrom)] : []),
   ];
 }
+
+/** Ended GPU pods the report could not time (CostReport.unknownEnd), named: left out, not guessed. */
+export const unknownEndWords = (pods: readonly string[]) =>
+  `not counted: ${pods.length} ended GPU pod${pods.length === 1 ? '' : 's'} without an end time ` +
+  `(${pods.slice(0, 5).join(', ')}${pods.length > 5 ? ', …' : ''})`;
 
 /** What the idle share leaves out of a period longer than the idle history keeps (CostReport.idleKeptFrom). */
 export const idleKeptWords = (from: string) =>
@@ -242,8 +277,8 @@ export function costCsv(rep: CostReport): string[] {
         r.team,
         r.namespace,
         String(r.pods),
-        String(r.gpuHours),
-        r.idleUnreadGpuHours !== undefined ? '' : String(r.idleGpuHours),
+        r.unmeasuredPods !== undefined ? '' : String(r.gpuHours),
+        r.idleUnreadGpuHours !== undefined || r.unmeasuredPods !== undefined ? '' : String(r.idleGpuHours),
         r.cost === undefined ? '' : String(r.cost),
         r.idleCost === undefined ? '' : String(r.idleCost),
         rep.currency,

@@ -80,6 +80,8 @@ export interface IdlePlan {
   asks: ApprovalAsk[];
   /** Open approvals past their expiry, to close as expired (nothing is evicted for them). */
   expired: string[];
+  /** Evictions past their deadline held this window, and why: the pod holds another device not read idle. */
+  held?: string[];
   /** Why nothing was decided this window (holders unknown), when so. */
   skipped?: string;
 }

@@ -75,6 +75,28 @@ describe('planIdle', () => {
     expect(plans[17]!.evictions).toEqual([{ namespace: 'research', name: 'notebook' }]);
   });
 
+  it('never evicts a pod one of whose devices works, or reads unknown, however idle its other device sits', () => {
+    // A training pod holds two GPUs and works on one: evicting it for the idle one kills the work on the other. A
+    // device whose reading is missing (NVML gave no utilization) or that the agent names no GPU for is unknown.
+    const p = policy({ namespaces: { research: { evict: { afterMinutes: 30 } } } });
+    const two = [holder('research', 'notebook', GPU0), holder('research', 'notebook', GPU1)];
+    const working = run(times(20, [idle, { uuid: GPU1, util: 90, mem: 50 }]), p, { holders: two });
+    expect(working.plans.flatMap((x) => x.evictions)).toEqual([]);
+    expect(working.findings.map((f) => f.state)).toEqual(['idle']); // the owner is still told of the idle one
+    expect(working.plans.at(-1)!.held).toEqual([
+      expect.stringMatching(/research\/notebook: not evicted: it also holds GPU GPU-.*1, busy/),
+    ]);
+    const unknown = run(times(20, [idle, { uuid: GPU1 }]), p, { holders: two });
+    expect(unknown.plans.flatMap((x) => x.evictions)).toEqual([]);
+    const unnamed = run(times(20, [idle]), p, {
+      holders: [holder('research', 'notebook', GPU0), { namespace: 'research', name: 'notebook', deviceId: 'x' }],
+    });
+    expect(unnamed.plans.flatMap((x) => x.evictions)).toEqual([]);
+    // Both idle: evicted at the deadline, as a pod of one GPU is.
+    const both = run(times(20, [idle, { uuid: GPU1, util: 0, mem: 0 }]), p, { holders: two });
+    expect(both.plans[14]!.evictions).toEqual([{ namespace: 'research', name: 'notebook' }]);
+  });
+
   it('starts afresh for a pod of the same name made since (a StatefulSet pod recreated): never its eviction', () => {
     // Kubeflow's notebooks are StatefulSets: the evicted notebook-0 comes back as notebook-0, on the freed GPU,
     // and idles while it starts. It was never told, nor idle for a window: the old run is not its own.

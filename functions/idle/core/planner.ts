@@ -7,7 +7,8 @@
  * Evidence, not time: a window without a reading for the device (MIG instances report no SM
  * utilization: only their framebuffer use counts) or without holders is never read as idle, and a gap
  * between windows longer than `gapMinutes` starts the run again. So an eviction only ever follows a run
- * of windows each of which showed the device idle.
+ * of windows each of which showed the device idle, and is made only in a window that reads every device the
+ * pod holds idle (one busy or unknown may be doing its work).
  */
 import { migResourceName } from '../../lib/mig-profiles.ts';
 import type { IdleTrack } from '../../lib/idle-record.ts';
@@ -83,7 +84,27 @@ export function planIdle(f: IdleFacts, policy: IdlePolicy): IdlePlan {
   const evictions: PodRef[] = [];
   const asks: ApprovalAsk[] = [];
   const expired: string[] = [];
+  const held: string[] = [];
+  // One eviction per pod, however many of its devices are past their deadline.
+  const evict = (p: PodRef) => {
+    if (!evictions.some((e) => e.namespace === p.namespace && e.name === p.name)) evictions.push(p);
+  };
   const seen = new Set<string>();
+  // Every device each pod holds, as this window reads it. A pod is evicted (or a person asked) only while all of
+  // them read idle: one that works may be doing the pod's work, and one whose reading is missing, or that the agent
+  // names no GPU for (a DRA claim's device: its use is not measured), is unknown — never idle.
+  const notIdle = new Map<string, string>();
+  for (const h of holders) {
+    const who = `${h.namespace}/${h.name}`;
+    if (notIdle.has(who)) continue;
+    const threshold = ruleFor(policy, h.namespace, pool).thresholdPercent;
+    const r = h.gpu === undefined ? 'unknown' : readDevice(f.summary, h.gpu, h.mig, threshold);
+    const what =
+      h.gpu === undefined
+        ? `${h.dra ? `DRA device ${h.dra.driver}/${h.dra.device}` : `device ${h.deviceId ?? '?'}`}, unmeasured`
+        : `${h.mig ? `MIG device ${h.mig}` : `GPU ${h.gpu}`}, ${r}`;
+    if (r !== 'idle') notIdle.set(who, what);
+  }
 
   for (const h of holders) {
     if (h.gpu === undefined) continue; // a DRA holder of no GPU this agent names
@@ -173,6 +194,9 @@ export function planIdle(f: IdleFacts, policy: IdlePolicy): IdlePlan {
             `utilization and memory activity${spent(c)}${then}`,
         ),
       );
+    } else if (t.evictAt !== undefined && we >= t.evictAt && notIdle.has(who)) {
+      // Past its deadline, but the pod holds a device that is not idle: nothing is evicted or asked this window.
+      held.push(`${who}: not evicted: it also holds ${notIdle.get(who)} (${what} on ${node} is idle)`);
     } else if (
       t.evictAt !== undefined &&
       we >= t.evictAt &&
@@ -196,7 +220,7 @@ export function planIdle(f: IdleFacts, policy: IdlePolicy): IdlePlan {
         });
       if (verdict === 'expire') expired.push(id);
       if (verdict === 'approved') {
-        evictions.push(podRef);
+        evict(podRef);
         t = { ...t, evictedAt: we };
         findings.push(
           finding(
@@ -212,7 +236,7 @@ export function planIdle(f: IdleFacts, policy: IdlePolicy): IdlePlan {
       // No approval asked for, or one given (evictedAt set above at the approved window).
       const deadline = t.evictAt;
       // Asked again each window while the pod still holds the device (a PodDisruptionBudget may hold it).
-      evictions.push(podRef);
+      evict(podRef);
       if (t.evictedAt === undefined) {
         t = { ...t, evictedAt: we };
         const c = idleCost(policy, instanceType, idleMs, share);
@@ -248,5 +272,6 @@ export function planIdle(f: IdleFacts, policy: IdlePolicy): IdlePlan {
     evictions,
     asks,
     expired,
+    ...(held.length > 0 ? { held } : {}),
   };
 }

@@ -59,7 +59,10 @@ function migStrategy(
   const has = (k: string) => Number.parseInt(allocatable[k] ?? '0', 10) > 0;
   if (Object.keys(allocatable).some((k) => k.startsWith('nvidia.com/mig-') && has(k)))
     return { value: 'mixed', why: 'MIG is on and the node advertises nvidia.com/mig-<profile>' };
-  if (has('nvidia.com/gpu'))
+  // The single strategy takes a node whose GPUs all have MIG on; with some off it refuses the node (NVIDIA
+  // k8s-device-plugin internal/lm/mig-strategy.go, newMigStrategySingleLabeler: "devices with MIG enabled and
+  // disable detected"). There nvidia.com/gpu are the MIG-off GPUs (mixed, its instances not made yet): not told.
+  if (has('nvidia.com/gpu') && inv.gpus.every((g) => g.migMode === 'enabled'))
     return { value: 'single', why: 'MIG is on and the node advertises its MIG devices as nvidia.com/gpu' };
   return { value: undefined, why: 'MIG is on and the device plugin advertises no MIG device yet' };
 }

@@ -83,6 +83,24 @@ describe('planLabels', () => {
     expect(sets(p)).not.toHaveProperty('gpu-reflex.io/mig.strategy');
   });
 
+  it('never says single for a node whose GPUs are not all MIG-enabled: its nvidia.com/gpu are the others', () => {
+    // MIG switched on for one GPU of two under the mixed strategy, its instances not made yet: the node advertises
+    // only the MIG-off GPU as nvidia.com/gpu. NVIDIA's single strategy refuses a mix of MIG on and off GPUs, so
+    // that is no evidence of single: the strategy is not told yet.
+    const owned = { 'gpu-reflex.io/mig.strategy': 'mixed' };
+    const p = planLabels(
+      node(owned, owned, { 'nvidia.com/gpu': '1' }),
+      inventory({
+        gpus: [
+          { name: 'NVIDIA H100 80GB HBM3', mig: 'enabled' },
+          { name: 'NVIDIA H100 80GB HBM3', mig: 'disabled' },
+        ],
+      }),
+      D,
+    );
+    expect(sets(p)).not.toHaveProperty('gpu-reflex.io/mig.strategy');
+  });
+
   it('leaves a label someone else set to another value alone, and reports it', () => {
     const p = planLabels(node({ accelerator: 'nvidia-tesla-a100' }), inventory(), D);
     expect(sets(p)).not.toHaveProperty('accelerator');
@@ -151,7 +169,6 @@ describe('planLabels', () => {
       ['gpu-reflex.io/driver.version', '550.54.14', '570.86.15'],
       ['gpu-reflex.io/gpu.count', '8', '7'],
       ['gpu-reflex.io/mig.enabled', 'false', 'true'],
-      ['gpu-reflex.io/mig.strategy', 'none', 'single'],
     ]);
   });
 
