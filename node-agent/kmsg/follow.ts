@@ -52,13 +52,21 @@ async function bootId(proc: string): Promise<string | undefined> {
  * the records up to it were dealt with by an earlier run and those after it were logged since (some
  * while no agent ran): only these are published. Without one (a first start, another boot, no cursor
  * file), records from before the agent started predate it and are skipped, or every restart would
- * re-publish every XID since boot.
+ * re-publish every XID since boot. When /proc/uptime cannot be read either, when the agent started is unknown
+ * (not 0, which would make the whole ring buffer new: every XID since boot published again at each restart, each
+ * stamped now, as if the GPU had just failed again): the records found at start (those read before the follower
+ * first caught up, `caughtUp`) are skipped, as records older than a known start would be.
  */
-function oldNews(after: number | undefined, startedUs: number, log: PublisherLog): (line: string) => boolean {
+function oldNews(
+  after: number | undefined,
+  startedUs: number | undefined,
+  caughtUp: () => boolean,
+  log: PublisherLog,
+): (line: string) => boolean {
   let first = true;
   return (line) => {
     const seq = after === undefined ? undefined : kmsgSeq(line);
-    if (seq === undefined) return kmsgRecordBefore(line, startedUs);
+    if (seq === undefined) return startedUs === undefined ? !caughtUp() : kmsgRecordBefore(line, startedUs);
     if (seq <= after!) return true;
     // The ring buffer overwrote records logged while no agent read it: said once, they cannot be had.
     if (first && seq > after! + 1)
@@ -122,7 +130,13 @@ export async function followKernelLog(
   const bootAtMs = uptime === undefined ? undefined : (o.now ?? systemClock.now)() - uptime / 1000;
   const boot = await bootId(proc);
   const cursor = new KernelLogCursor(o.cursor, boot, log);
-  const skip = oldNews(cursor.resumeAfter, uptime ?? 0, log);
+  // Where the follower first sleeps it has read the ring buffer it found at start.
+  let caughtUp = false;
+  if (uptime === undefined && cursor.resumeAfter === undefined)
+    log.warn('/proc/uptime not readable: the kernel-log records found at start are skipped as older than the agent', {
+      proc,
+    });
+  const skip = oldNews(cursor.resumeAfter, uptime, () => caughtUp, log);
   const saveEvery = o.saveEvery ?? KMSG_CURSOR_SAVE_EVERY;
   // In order, each once the records handed on up to its mark are in the publisher's journal; never throws.
   let saving: Promise<void> = Promise.resolve();
@@ -135,6 +149,7 @@ export async function followKernelLog(
   };
   // Where the follower sleeps it has read all there was: one save per burst of records.
   const sleep = (ms: number, signal?: AbortSignal) => {
+    caughtUp = true;
     const slept = catchUp.sleep(ms, signal);
     save();
     return slept;
