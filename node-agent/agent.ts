@@ -272,6 +272,14 @@ export class Agent {
     return this.emit(this.xid.kernelLine(line, record));
   }
 
+  /**
+   * The first /dev/kmsg record (sequence number) of an XID repeat the agent holds and has not published; undefined:
+   * none. The kernel-log cursor stays before it (kmsg/follow.ts): a kill must not lose what is held.
+   */
+  heldKernelRecord(): number | undefined {
+    return this.xid.heldFromRecord();
+  }
+
   /** A utilization summary with the PodResources holders as last read; none when unknown. */
   private withHolders<S extends object>(summary: S): S & { holders?: DeviceHolder[] } {
     return this.holders ? { ...summary, holders: this.holders } : summary;

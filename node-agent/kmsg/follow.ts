@@ -28,6 +28,11 @@ export interface FollowOptions {
    * Publisher.journaledSoFar); the cursor is saved only then. Absent: at once.
    */
   durable?: () => Promise<unknown>;
+  /**
+   * Resolves once the agent has published what it held at stop (agent-runtime.ts: after `agent.flush()`); the save
+   * at stop waits for it, so the cursor passes held XID repeats only once they were published. Absent: at once.
+   */
+  flushed?: Promise<unknown>;
   /** Where `uptime` and `sys/kernel/random/boot_id` are read (default /proc; tests: a temp dir). */
   procDir?: string;
   saveEvery?: number;
@@ -118,7 +123,7 @@ function recordOf(
  * after the agent took it, and is saved in batches once the publisher's journal holds what it took.
  */
 export async function followKernelLog(
-  agent: Pick<Agent, 'onKernelLine'>,
+  agent: Pick<Agent, 'onKernelLine'> & Partial<Pick<Agent, 'heldKernelRecord'>>,
   path: string,
   stop: AbortSignal,
   log: PublisherLog,
@@ -138,13 +143,19 @@ export async function followKernelLog(
     });
   const skip = oldNews(cursor.resumeAfter, uptime, () => caughtUp, log);
   const saveEvery = o.saveEvery ?? KMSG_CURSOR_SAVE_EVERY;
-  // In order, each once the records handed on up to its mark are in the publisher's journal; never throws.
+  // In order, each once the records handed on up to its mark are in the publisher's journal; never throws. Not past
+  // a record whose XID repeat the agent still holds (xid-aggregate.ts): held, it is in no journal, only in memory,
+  // and a kill would lose it; the next run reads it again instead. Read just before the journal is asked: a repeat
+  // released since the mark was published before, so the journal's answer covers it.
   let saving: Promise<void> = Promise.resolve();
-  const save = () => {
+  const save = (after?: Promise<unknown>) => {
     const upTo = cursor.mark();
     saving = saving.then(async () => {
+      await after?.catch(() => undefined);
+      const held = agent.heldKernelRecord?.();
       await o.durable?.().catch(() => undefined);
-      cursor.save(upTo);
+      // (Held from record 0, the first of the boot: nothing before it to save.)
+      cursor.save(held === undefined || upTo === undefined ? upTo : held > 0 ? Math.min(upTo, held - 1) : undefined);
     });
   };
   // Where the follower sleeps it has read all there was: one save per burst of records.
@@ -181,6 +192,7 @@ export async function followKernelLog(
     catchUp.stopped();
     // Not awaited: the stop goes on to the publisher's close, which spills what it holds and waits for its journal
     // itself; the cursor follows the journal, and a kill before it only means those records are published again.
-    save();
+    // After the agent's flush (where given): what it held goes out then, and the cursor may pass it only after.
+    save(o.flushed);
   }
 }
