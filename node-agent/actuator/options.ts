@@ -64,13 +64,16 @@ export interface ActuatorGpus {
 
 /** The device plugin's unhealthy-devices file, keeping its own record of what it added. */
 export interface FenceFileOps {
-  /** What the file lists now (`{"index": [...], "uuid": [...]}`; missing or unreadable: nothing). */
+  /**
+   * What the file lists now (`{"index": [...], "uuid": [...]}`; missing or empty: nothing). Throws when it is there
+   * but cannot be read or parsed: unknown, and nothing may be written over it (`add`, `remove` throw too).
+   */
   read(): { index: string[]; uuid: string[] };
   /** The UUIDs the agent added (its own record). */
   ours(): string[];
-  /** Lists the GPU (idempotent). Throws when the file cannot be written. */
+  /** Lists the GPU (idempotent). Throws when the file cannot be read or written. */
   add(uuid: string, index: number | undefined): void;
-  /** Removes an entry it added; false when the entry was not its own (left alone). */
+  /** Removes an entry it added; false when the entry was not its own (left alone). Throws as `read`. */
   remove(uuid: string): boolean;
 }
 
