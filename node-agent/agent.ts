@@ -206,8 +206,20 @@ export class Agent {
     return (this.inventory?.gpus ?? []).map((g) => ({ uuid: g.uuid, migDevices: g.migDevices ?? [] }));
   }
 
-  /** The XIDs this agent published for `gpuUuid` at or after `sinceMs` (the probe window's). */
-  xidsSince(gpuUuid: string, sinceMs: number): number[] {
+  /**
+   * The XIDs this agent published for `gpuUuid` at or after `sinceMs` (the probe window's); `unknown` (why) when
+   * none of them could reach it now: the GPU is not in NVML's event set for XIDs and no kernel log is read. An empty
+   * list from a GPU nobody watches is no evidence that it raised none.
+   */
+  xidsSince(gpuUuid: string, sinceMs: number): number[] | { unknown: string } {
+    const kmsg = this.o.kernelLog !== undefined && this.o.kernelLog.ended !== true;
+    if (!kmsg && !this.watcher?.watchesXids(gpuUuid))
+      return {
+        unknown:
+          'its XIDs reach the agent neither from NVML ' +
+          `(${this.watcher ? 'the GPU is not in its event set' : 'no event set'}) ` +
+          `nor from the kernel log (${this.o.kernelLog ? 'no longer read' : 'not read'})`,
+      };
     return this.xid.since(gpuUuid, sinceMs);
   }
 

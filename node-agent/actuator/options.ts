@@ -92,8 +92,11 @@ export interface ActuatorOptions {
    * is verified by it. Absent: not written (unknown to the functions).
    */
   devices?: () => Promise<{ known: true; gpus: Record<string, string[]> } | { known: false; reason: string }>;
-  /** The XIDs the agent published for a GPU at or after a time (ms): the probe window's (agent.ts xidsSince). */
-  xids: (gpuUuid: string, sinceMs: number) => number[];
+  /**
+   * The XIDs the agent published for a GPU at or after a time (ms): the probe window's (agent.ts xidsSince);
+   * `unknown` (why) when the agent cannot see that GPU's XIDs, and no probe passes on it.
+   */
+  xids: (gpuUuid: string, sinceMs: number) => number[] | { unknown: string };
   /**
    * DCGM's diagnostic on the GPU at an index (dcgm-diag.ts runDcgmDiag), for a probe that asks `diag`. Absent: a
    * probe that asks gets `unavailable` (never a pass).
