@@ -143,7 +143,9 @@ export class Agent {
       const crossings = this.evaluator.sampleFailed(result.reason);
       if (crossings.some((h) => h.state === 'firing'))
         this.o.health?.setNvmlHealthy(false, `NVML sampling fails: ${result.reason}`);
-      return this.emit(crossings.map((h) => healthEvent(this.o.nodeName, nowMs, h)));
+      // Held XID repeats whose window closed go out all the same: they need no NVML, and a wedged driver is when
+      // they matter (held on, they would wait for the driver to answer again, or be lost with the process).
+      return this.emit([...crossings.map((h) => healthEvent(this.o.nodeName, nowMs, h)), ...this.xid.due(nowMs)]);
     }
     for (const e of result.fieldErrors ?? []) this.metrics.nvmlError(e);
     if (this.sampleFailures > 0) this.log.info('sampling the GPUs works again', { failedSamples: this.sampleFailures });
