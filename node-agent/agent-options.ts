@@ -68,7 +68,11 @@ export interface AgentOptions {
    * kernel logged meanwhile (at most KMSG_CATCH_UP_MS), so the kernel's line — with the pid, the
    * process and an NVLink5 XID's Fatal/Nonfatal — is the first sighting when it exists.
    */
-  kernelLog?: { catchUp(timeoutMs: number): Promise<boolean> };
+  kernelLog?: {
+    catchUp(timeoutMs: number): Promise<boolean>;
+    /** The follower ended (the log not readable, or the agent stopping): no XID comes from the kernel log now. */
+    readonly ended?: boolean;
+  };
   /**
    * The kubelet's PodResources API (collectors/pod-resources-source.ts), read at each sample: which
    * pods hold which GPU. None, or unreadable: the events carry no `holders` (unknown).

@@ -209,8 +209,24 @@ export async function runAgent(o: RunAgentOptions): Promise<number> {
         stallMs: config.deliveryStallMs,
       });
       const sink = publisher ?? printSink(io.out);
-      await runAgentLoops({ agent, nvml, sink, config, o, clock, log, httpPort: http.port, kernelLog, publisher });
+      // The kernel-log cursor's last save waits for the flush: it must not pass XID repeats held until then.
+      let flushed!: () => void;
+      const afterFlush = new Promise<void>((resolve) => (flushed = resolve));
+      await runAgentLoops({
+        agent,
+        nvml,
+        sink,
+        config,
+        o,
+        clock,
+        log,
+        httpPort: http.port,
+        kernelLog,
+        publisher,
+        flushed: afterFlush,
+      });
       agent.flush();
+      flushed();
     }
     return EXIT.ok;
   } catch (err) {
@@ -237,6 +253,8 @@ async function runAgentLoops(w: {
   httpPort: number;
   kernelLog: KernelLogCatchUp;
   publisher: Publisher | undefined;
+  /** Resolves once the agent was flushed at stop (the kernel-log cursor's last save waits for it). */
+  flushed?: Promise<unknown>;
 }): Promise<void> {
   const { agent, config, clock, log } = w;
   const { stop } = w.o;
@@ -255,7 +273,11 @@ async function runAgentLoops(w: {
   const p = w.publisher;
   const durable = p ? { durable: () => p.journaledSoFar() } : {};
   const cursor = w.o.print ? {} : { cursor: cursorFile(config.kmsgCursorPath), ...durable };
-  const kernel = followKernelLog(agent, config.kmsgPath, stop, log, w.kernelLog, { ...cursor, now: () => clock.now() });
+  const kernel = followKernelLog(agent, config.kmsgPath, stop, log, w.kernelLog, {
+    ...cursor,
+    ...(w.flushed ? { flushed: w.flushed } : {}),
+    now: () => clock.now(),
+  });
   // Loaded only with GPU_ACTIONS on: the Kubernetes client it brings is most of the agent's memory
   // (docs/node-agent.md "Memory"); node-agent/agent-bundle.test.ts keeps it off the start-up path.
   const actions = config.gpuActions.enabled

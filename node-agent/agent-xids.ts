@@ -77,6 +77,11 @@ export class XidPath {
     return this.aggregate.due(nowMs, all);
   }
 
+  /** The first /dev/kmsg record of an XID repeat held and not yet published (XidAggregator.heldFromRecord). */
+  heldFromRecord(): number | undefined {
+    return this.aggregate.heldFromRecord();
+  }
+
   /** The XIDs seen for `gpuUuid` at or after `sinceMs` (the probe window's). */
   since(gpuUuid: string, sinceMs: number): number[] {
     return this.xids.since(gpuUuid, sinceMs);
@@ -164,7 +169,13 @@ export class XidPath {
     });
     return this.sendXid(
       event,
-      { gpuUuid: gpu.uuid, gpuInstanceId: k.gpuInstanceId, xid: k.xid, pid: k.pid },
+      {
+        gpuUuid: gpu.uuid,
+        gpuInstanceId: k.gpuInstanceId,
+        xid: k.xid,
+        pid: k.pid,
+        ...(record.key ? { record: record.key.seq } : {}),
+      },
       'kmsg',
       now,
     );

@@ -143,7 +143,9 @@ export class Agent {
       const crossings = this.evaluator.sampleFailed(result.reason);
       if (crossings.some((h) => h.state === 'firing'))
         this.o.health?.setNvmlHealthy(false, `NVML sampling fails: ${result.reason}`);
-      return this.emit(crossings.map((h) => healthEvent(this.o.nodeName, nowMs, h)));
+      // Held XID repeats whose window closed go out all the same: they need no NVML, and a wedged driver is when
+      // they matter (held on, they would wait for the driver to answer again, or be lost with the process).
+      return this.emit([...crossings.map((h) => healthEvent(this.o.nodeName, nowMs, h)), ...this.xid.due(nowMs)]);
     }
     for (const e of result.fieldErrors ?? []) this.metrics.nvmlError(e);
     if (this.sampleFailures > 0) this.log.info('sampling the GPUs works again', { failedSamples: this.sampleFailures });
@@ -206,8 +208,20 @@ export class Agent {
     return (this.inventory?.gpus ?? []).map((g) => ({ uuid: g.uuid, migDevices: g.migDevices ?? [] }));
   }
 
-  /** The XIDs this agent published for `gpuUuid` at or after `sinceMs` (the probe window's). */
-  xidsSince(gpuUuid: string, sinceMs: number): number[] {
+  /**
+   * The XIDs this agent published for `gpuUuid` at or after `sinceMs` (the probe window's); `unknown` (why) when
+   * none of them could reach it now: the GPU is not in NVML's event set for XIDs and no kernel log is read. An empty
+   * list from a GPU nobody watches is no evidence that it raised none.
+   */
+  xidsSince(gpuUuid: string, sinceMs: number): number[] | { unknown: string } {
+    const kmsg = this.o.kernelLog !== undefined && this.o.kernelLog.ended !== true;
+    if (!kmsg && !this.watcher?.watchesXids(gpuUuid))
+      return {
+        unknown:
+          'its XIDs reach the agent neither from NVML ' +
+          `(${this.watcher ? 'the GPU is not in its event set' : 'no event set'}) ` +
+          `nor from the kernel log (${this.o.kernelLog ? 'no longer read' : 'not read'})`,
+      };
     return this.xid.since(gpuUuid, sinceMs);
   }
 
@@ -270,6 +284,14 @@ export class Agent {
   /** A kernel-log line (an XID of a GPU of this node, an SXid; else ignored), with its /dev/kmsg record's word. */
   onKernelLine(line: string, record?: KernelRecord): OutgoingEvent[] {
     return this.emit(this.xid.kernelLine(line, record));
+  }
+
+  /**
+   * The first /dev/kmsg record (sequence number) of an XID repeat the agent holds and has not published; undefined:
+   * none. The kernel-log cursor stays before it (kmsg/follow.ts): a kill must not lose what is held.
+   */
+  heldKernelRecord(): number | undefined {
+    return this.xid.heldFromRecord();
   }
 
   /** A utilization summary with the PodResources holders as last read; none when unknown. */

@@ -9,6 +9,10 @@
  * Only XIDs whose catalog action is `observe` or `restart-workload` are ever held (aggregatable()):
  * anything that can fence, reset, drain or replace goes out when it is seen, and NVLink5 XIDs
  * (144–150) are never held because their sub-code, not their number, decides. Pure: time is injected.
+ *
+ * Held repeats live in memory until their window closes: an agent killed (SIGKILL, OOM) before then never
+ * publishes them. Those read from /dev/kmsg are not lost: `heldFromRecord()` names the first record still held,
+ * and the kernel-log cursor stays before it (kmsg/follow.ts), so the next run reads them again and counts them.
  */
 import { describeXid } from '../events/xid.ts';
 import type { OutgoingEvent } from './events.ts';
@@ -30,6 +34,8 @@ export interface XidOccurrence {
   gpuInstanceId: number | undefined;
   xid: number;
   pid: number | null;
+  /** The /dev/kmsg record it was read from (its sequence number, kmsg/record.ts); absent: NVML or no record. */
+  record?: number;
 }
 
 interface Run {
@@ -38,6 +44,8 @@ interface Run {
   held: number;
   /** The latest held occurrence's event: the one that goes out, with its count. */
   last: OutgoingEvent | undefined;
+  /** The first /dev/kmsg record among the held occurrences (`heldFromRecord`). */
+  firstRecord?: number;
 }
 
 export class XidAggregator {
@@ -62,7 +70,19 @@ export class XidAggregator {
     }
     run.held++;
     run.last = event;
+    if (o.record !== undefined) run.firstRecord = Math.min(run.firstRecord ?? o.record, o.record);
     return false;
+  }
+
+  /**
+   * The first /dev/kmsg record (sequence number) of an occurrence held and not yet sent; undefined: none. The
+   * kernel-log cursor must not pass it: what the agent holds is only in its memory until its window closes.
+   */
+  heldFromRecord(): number | undefined {
+    let first: number | undefined;
+    for (const r of this.runs.values())
+      if (r.held > 0 && r.firstRecord !== undefined) first = Math.min(first ?? r.firstRecord, r.firstRecord);
+    return first;
   }
 
   /** One event per run whose window closed by `now` with occurrences held (`all`: every run, at shutdown). */

@@ -83,3 +83,18 @@ it('holds repeats for the configured window (XID_AGGREGATE_WINDOW_MS), and the e
   expect(out[0]!.detail.countWindowMs).toBe(10_000);
   for (const e of out) expect(validateDetail(e.detailType, e.detail)).toMatchObject({ ok: true });
 });
+
+it('sends the held repeats when their window closes while NVML sampling fails (a wedged driver)', async () => {
+  fx = await startAgent(oneGpu(), { pids: [4242], overrides: { watchEvents: false } });
+  await fx.agent.sampleOnce();
+  fx.agent.onKernelLine(line(13, 'Graphics Exception'));
+  for (let i = 0; i < 4; i++) {
+    fx.advance(100);
+    expect(fx.agent.onKernelLine(line(13, 'Graphics Exception'))).toEqual([]);
+  }
+  // The driver goes away: every sample fails from here on, and the GPU logs no further XID.
+  fx.nvml.close();
+  fx.advance(XID_AGGREGATE_WINDOW_MS);
+  const out = await fx.agent.sampleOnce();
+  expect(xids(out)).toEqual([[13, 4]]);
+});

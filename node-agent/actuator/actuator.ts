@@ -72,6 +72,8 @@ export class GpuActuator {
    * next tick, never carried out again, never lost.
    */
   private readonly unwritten = new Map<string, { state: GpuActionState; detail: GpuActionResultDetail }>();
+  /** Held fences whose check found the fence file unreadable (logged once until it reads again). */
+  private readonly fenceUnread = new Set<string>();
 
   constructor(private readonly o: ActuatorOptions) {
     this.probes = new GpuProbes(o);
@@ -111,13 +113,25 @@ export class GpuActuator {
       }
       // A fence is held, not done once: every tick the file must still list the GPU (fence-hold.ts).
       if (r.action === 'fence' && prior?.state === 'done' && !this.o.dryRun) {
-        const held = holdFence(
-          this.o.fence,
-          r,
-          prior,
-          this.o.gpus.indexOf(r.gpuUuid),
-          new Date(this.o.now()).toISOString(),
-        );
+        let held: GpuActionState | undefined;
+        try {
+          held = holdFence(
+            this.o.fence,
+            r,
+            prior,
+            this.o.gpus.indexOf(r.gpuUuid),
+            new Date(this.o.now()).toISOString(),
+          );
+          this.fenceUnread.delete(r.id);
+        } catch (err) {
+          // Unknown whether the file lists it: nothing written over it, the answer left as it is, said once.
+          if (!this.fenceUnread.has(r.id))
+            this.o.log?.(
+              `gpu action ${r.id}: fence of ${r.gpuUuid} not checked: ` +
+                `${err instanceof Error ? err.message : String(err)}; nothing written over it`,
+            );
+          this.fenceUnread.add(r.id);
+        }
         if (held) {
           answer(r.id, held, resultDetail(this.o, r, held, `restored-${held.fence?.restored ?? 0}`));
           this.o.log?.(
@@ -240,10 +254,21 @@ export class GpuActuator {
         const others = holds.filter((o) => o !== owner);
         if (others.length > 0)
           return { ...base, state: 'done', reason: `left listed: still fenced for ${others.join(', ')}` };
+        let removed: boolean;
+        try {
+          removed = this.o.fence.remove(r.gpuUuid);
+        } catch (err) {
+          // Unknown what the file holds: the GPU stays out rather than the file be rewritten from nothing;
+          // tried again each tick (running, saying why) until it can be read.
+          const why = err instanceof Error ? err.message : String(err);
+          const reason = `${why}; not removed yet, the GPU stays listed`.slice(0, 512);
+          // The same words: the answer on the Node stands (no write per tick).
+          return prior?.state === 'running' && prior.reason === reason ? prior : { ...base, state: 'running', reason };
+        }
         return {
           ...base,
           state: 'done',
-          reason: this.o.fence.remove(r.gpuUuid)
+          reason: removed
             ? "removed from the device plugin's unhealthy devices"
             : 'not listed by gpu-reflex: left as it was',
         };

@@ -17,15 +17,28 @@ interface Unhealthy {
 export class FenceFile implements FenceFileOps {
   constructor(readonly path: string) {}
 
-  /** What the file lists now (missing or unreadable: nothing). */
+  /**
+   * What the file lists now (missing or empty: nothing). A file there that cannot be read or is not this shape (a
+   * hand edit with a stray comma, another writer's half-written file) throws: it is unknown, never "nothing" — every
+   * write here rewrites the whole file from what was read, so reading it as nothing would write the other writers'
+   * isolated GPUs out of it, back into the node's allocatable.
+   */
   read(): Unhealthy {
     if (!existsSync(this.path)) return { index: [], uuid: [] };
+    let text: string;
+    let raw: unknown;
     try {
-      const raw = JSON.parse(readFileSync(this.path, 'utf8')) as Partial<Unhealthy>;
-      return { index: (raw.index ?? []).map(String), uuid: (raw.uuid ?? []).map(String) };
-    } catch {
-      return { index: [], uuid: [] };
+      text = readFileSync(this.path, 'utf8');
+      if (text.trim() === '') return { index: [], uuid: [] };
+      raw = JSON.parse(text);
+    } catch (err) {
+      throw new Error(`fence file not readable: ${this.path}: ${err instanceof Error ? err.message : String(err)}`);
     }
+    const list = (v: unknown) => v === undefined || (Array.isArray(v) && v.every((x) => typeof x !== 'object'));
+    const r = raw as Partial<Record<keyof Unhealthy, unknown[]>> | null;
+    if (!r || typeof r !== 'object' || Array.isArray(r) || !list(r.index) || !list(r.uuid))
+      throw new Error(`fence file not readable: ${this.path}: not {"index": [...], "uuid": [...]}`);
+    return { index: (r.index ?? []).map(String), uuid: (r.uuid ?? []).map(String) };
   }
 
   /** The UUIDs gpu-reflex added (its own record). */

@@ -2,7 +2,7 @@
  * Issue #27: the agent's fence is by identity and held. The file is the real FenceFile in a temp
  * directory; another writer is a plain write over it (as ACK's NPD before 1.2.35 replaced the file).
  */
-import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import { mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterEach, describe, expect, it } from 'vitest';
@@ -82,6 +82,7 @@ function rig(o: { failWritesAfter?: number; dropWrites?: boolean; allocatable?: 
   return {
     dir,
     path,
+    annotations,
     fence,
     actuator,
     result,
@@ -142,6 +143,69 @@ describe('the fence, by identity and held', () => {
     await r.actuator.tick();
     expect(r.result()).toMatchObject({ state: 'failed', fence: { listed: false } });
     expect(r.result()?.reason).toContain('cannot be written back: read-only file system');
+  });
+
+  it("never writes over a fence file it cannot read: the other writers' entries stay, nothing is called restored", async () => {
+    const r = rig();
+    await r.actuator.tick();
+    expect(r.result()).toMatchObject({ state: 'done', fence: { listed: true } });
+    r.advance(5_000);
+    // A person isolates GPU 5 by hand, and leaves a trailing comma: not JSON (the device plugin's reader fails too).
+    const edited = `{"index": ["5"], "uuid": ["${G0}", "${G5}"],}\n`;
+    writeFileSync(r.path, edited);
+    await r.actuator.tick();
+    expect(readFileSync(r.path, 'utf8')).toBe(edited); // GPU 5's isolation is not written away
+    expect(r.published).toHaveLength(1); // and the fence is not said "removed by another writer, written back"
+    expect(r.result()).toMatchObject({ state: 'done', at: new Date(T0).toISOString() });
+  });
+
+  it('fails a fence on a file it cannot read, and holds an unfence until it can, writing nothing over it', async () => {
+    const r = rig();
+    const edited = `{"index": ["5"],, }`;
+    writeFileSync(r.path, edited);
+    await r.actuator.tick();
+    expect(readFileSync(r.path, 'utf8')).toBe(edited);
+    expect(r.result()).toMatchObject({ state: 'failed', fence: { listed: false } });
+    expect(r.result()?.reason).toContain('fence file not readable');
+    // The file readable again: fenced; then unreadable when the GPU is to return: it stays listed, and says why.
+    writeFileSync(r.path, JSON.stringify({ index: ['5'] }));
+    r.annotations[GPU_ACTIONS_ANNOTATION] = JSON.stringify([
+      {
+        id: 'fence.0002',
+        action: 'fence',
+        gpuUuid: G0,
+        incident: 'n1/GPU-0/xid-95',
+        requestedAt: new Date(T0).toISOString(),
+        timeoutSeconds: 600,
+      },
+    ]);
+    await r.actuator.tick();
+    expect(r.fence.read()).toEqual({ index: ['5'], uuid: [G0] });
+    const again = `{"index": ["5"], "uuid": ["${G0}"]`;
+    writeFileSync(r.path, again);
+    r.annotations[GPU_ACTIONS_ANNOTATION] = JSON.stringify([
+      {
+        id: 'unfence.0003',
+        action: 'unfence',
+        gpuUuid: G0,
+        incident: 'n1/GPU-0/xid-95',
+        requestedAt: new Date(T0).toISOString(),
+        timeoutSeconds: 600,
+      },
+    ]);
+    await r.actuator.tick();
+    expect(readFileSync(r.path, 'utf8')).toBe(again);
+    const results = JSON.parse(r.annotations[GPU_ACTION_RESULTS_ANNOTATION] ?? '{}') as Record<string, GpuActionState>;
+    expect(results['unfence.0003']).toMatchObject({ state: 'running' });
+    expect(results['unfence.0003']?.reason).toContain('fence file not readable');
+    r.advance(5_000);
+    await r.actuator.tick(); // still unreadable: the same answer, not rewritten
+    expect(JSON.parse(r.annotations[GPU_ACTION_RESULTS_ANNOTATION] ?? '{}')).toEqual(results);
+    // Readable again: the unfence goes through, the other writer's entry kept.
+    writeFileSync(r.path, JSON.stringify({ index: ['5'], uuid: [G0] }));
+    await r.actuator.tick();
+    expect(r.fence.read()).toEqual({ index: ['5'], uuid: [] });
+    expect(r.published.at(-1)).toMatchObject({ action: 'unfence', state: 'done' });
   });
 
   it("answers the fence again once its Node's allocatable changes, so the functions verify it then (not at the next sweep)", async () => {

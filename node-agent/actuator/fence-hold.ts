@@ -51,7 +51,18 @@ export function allocatableSeen(prior: GpuActionState, allocatable: number | und
 
 /** Adds the GPU to the file and answers what the file says afterwards (never "done" on faith). */
 export function fenceOnce(fence: FenceFileOps, uuid: string, index: number | undefined, base: Base): GpuActionState {
-  const before = othersIn(fence.read(), fence.ours(), uuid, index);
+  let before: string[];
+  try {
+    before = othersIn(fence.read(), fence.ours(), uuid, index);
+  } catch (err) {
+    // Unknown, not empty: written from nothing, the file would lose what other writers hold out.
+    return {
+      ...base,
+      state: 'failed',
+      reason: `${err instanceof Error ? err.message : String(err)}; nothing written over it`.slice(0, 512),
+      fence: { listed: false, before: [] },
+    };
+  }
   try {
     fence.add(uuid, index);
   } catch (err) {
@@ -62,7 +73,17 @@ export function fenceOnce(fence: FenceFileOps, uuid: string, index: number | und
       fence: { listed: false, before },
     };
   }
-  const listed = lists(fence.read(), uuid, index);
+  let listed: boolean;
+  try {
+    listed = lists(fence.read(), uuid, index);
+  } catch (err) {
+    return {
+      ...base,
+      state: 'failed',
+      reason: `written, then ${err instanceof Error ? err.message : String(err)}`.slice(0, 512),
+      fence: { listed: false, before },
+    };
+  }
   if (!listed)
     return {
       ...base,
@@ -84,7 +105,9 @@ export function fenceOnce(fence: FenceFileOps, uuid: string, index: number | und
 
 /**
  * One tick's check of a done fence: undefined while the file still lists the GPU; else the GPU is
- * written back (a new state: `restored` counted) or, when that fails, the fence is failed.
+ * written back (a new state: `restored` counted) or, when that fails, the fence is failed. Throws when
+ * the file cannot be read (FenceFileOps.read): whether it lists the GPU is unknown, and nothing is
+ * written over it (the caller says so and leaves the answer as it is).
  */
 export function holdFence(
   fence: FenceFileOps,

@@ -64,13 +64,16 @@ export interface ActuatorGpus {
 
 /** The device plugin's unhealthy-devices file, keeping its own record of what it added. */
 export interface FenceFileOps {
-  /** What the file lists now (`{"index": [...], "uuid": [...]}`; missing or unreadable: nothing). */
+  /**
+   * What the file lists now (`{"index": [...], "uuid": [...]}`; missing or empty: nothing). Throws when it is there
+   * but cannot be read or parsed: unknown, and nothing may be written over it (`add`, `remove` throw too).
+   */
   read(): { index: string[]; uuid: string[] };
   /** The UUIDs the agent added (its own record). */
   ours(): string[];
-  /** Lists the GPU (idempotent). Throws when the file cannot be written. */
+  /** Lists the GPU (idempotent). Throws when the file cannot be read or written. */
   add(uuid: string, index: number | undefined): void;
-  /** Removes an entry it added; false when the entry was not its own (left alone). */
+  /** Removes an entry it added; false when the entry was not its own (left alone). Throws as `read`. */
   remove(uuid: string): boolean;
 }
 
@@ -89,8 +92,11 @@ export interface ActuatorOptions {
    * is verified by it. Absent: not written (unknown to the functions).
    */
   devices?: () => Promise<{ known: true; gpus: Record<string, string[]> } | { known: false; reason: string }>;
-  /** The XIDs the agent published for a GPU at or after a time (ms): the probe window's (agent.ts xidsSince). */
-  xids: (gpuUuid: string, sinceMs: number) => number[];
+  /**
+   * The XIDs the agent published for a GPU at or after a time (ms): the probe window's (agent.ts xidsSince);
+   * `unknown` (why) when the agent cannot see that GPU's XIDs, and no probe passes on it.
+   */
+  xids: (gpuUuid: string, sinceMs: number) => number[] | { unknown: string };
   /**
    * DCGM's diagnostic on the GPU at an index (dcgm-diag.ts runDcgmDiag), for a probe that asks `diag`. Absent: a
    * probe that asks gets `unavailable` (never a pass).

@@ -144,7 +144,17 @@ export class GpuProbes {
           'probe cannot say no uncorrected error happened; not passed',
       };
     }
-    const xids = [...p.earlier, ...this.o.xids(r.gpuUuid, p.startedAt)].slice(0, 64);
+    const seen = this.o.xids(r.gpuUuid, p.startedAt);
+    // No XID source watches this GPU: "none seen" is no evidence of none raised, and waiting sees no more of them.
+    if (!Array.isArray(seen)) {
+      this.probing.delete(r.id);
+      return {
+        ...base,
+        state: 'failed',
+        reason: `evidence unknown: ${seen.unknown}, so the probe cannot say no XID happened; not passed`.slice(0, 512),
+      };
+    }
+    const xids = [...p.earlier, ...seen].slice(0, 64);
     const running = (reason: string) => this.running(base, p, xids, reason, prior);
     if (now - p.watchFrom < (r.probeSeconds ?? 0) * 1000) return running(`watching for ${r.probeSeconds} s`);
     // The window is over: DCGM's diagnostic, where asked, runs now, and the probe ends when it has a verdict.

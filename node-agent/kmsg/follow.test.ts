@@ -43,8 +43,8 @@ async function run(
     saveEvery?: number;
     onLine?: (line: string) => void;
     durable?: () => Promise<void>;
-    /** Before the stop, once the follower has read everything there was. */
-    beforeStop?: () => Promise<void>;
+    /** Before the stop, once the follower has read everything there was (`tap` wakes it to read more). */
+    beforeStop?: (tap: KernelLogCatchUp) => Promise<void>;
   } = {},
 ): Promise<string[]> {
   const seen: string[] = [];
@@ -71,7 +71,7 @@ async function run(
     ...(o.durable ? { durable: o.durable } : {}),
   });
   await readAll;
-  await o.beforeStop?.();
+  await o.beforeStop?.(tap);
   stop.abort();
   await done;
   await new Promise((r) => setImmediate(r)); // the last save, once the (fake or absent) journal has answered
@@ -112,6 +112,31 @@ describe('the kernel log across agent restarts', () => {
     n.boot('boot-2', 100);
     n.log(record(4, 80));
     expect(seqs(await run(n))).toEqual([]);
+  });
+
+  it('skips the ring buffer found at start when /proc/uptime cannot be read and there is no cursor', async () => {
+    const n = node();
+    n.boot('boot-1', 15);
+    rmSync(join(n.proc, 'uptime')); // unreadable: how long the node has been up is unknown
+    rmSync(join(n.proc, 'sys/kernel/random/boot_id')); // and which boot this is (so no cursor either)
+    n.log(record(1, 10), record(2, 12)); // XIDs of hours ago, dealt with long since
+    expect(seqs(await run(n))).toEqual([]); // not published again as if they had just happened
+    n.log(record(3, 20));
+    const lines = await run(n, {
+      beforeStop: async (tap) => {
+        n.log(record(4, 30)); // logged while this run follows the log: published
+        await tap.catchUp(1000);
+      },
+    });
+    expect(seqs(lines)).toEqual([4]);
+    // The boot known, uptime not: the first start skips what it found; a restart resumes from its cursor.
+    const m = node();
+    m.boot('boot-1', 15);
+    rmSync(join(m.proc, 'uptime'));
+    m.log(record(1, 10));
+    expect(seqs(await run(m))).toEqual([]);
+    m.log(record(2, 20));
+    expect(seqs(await run(m))).toEqual([2]);
   });
 
   it('saves the cursor only after a record was handed on, once per read (a flood in batches)', async () => {

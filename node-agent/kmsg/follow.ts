@@ -28,6 +28,11 @@ export interface FollowOptions {
    * Publisher.journaledSoFar); the cursor is saved only then. Absent: at once.
    */
   durable?: () => Promise<unknown>;
+  /**
+   * Resolves once the agent has published what it held at stop (agent-runtime.ts: after `agent.flush()`); the save
+   * at stop waits for it, so the cursor passes held XID repeats only once they were published. Absent: at once.
+   */
+  flushed?: Promise<unknown>;
   /** Where `uptime` and `sys/kernel/random/boot_id` are read (default /proc; tests: a temp dir). */
   procDir?: string;
   saveEvery?: number;
@@ -52,13 +57,21 @@ async function bootId(proc: string): Promise<string | undefined> {
  * the records up to it were dealt with by an earlier run and those after it were logged since (some
  * while no agent ran): only these are published. Without one (a first start, another boot, no cursor
  * file), records from before the agent started predate it and are skipped, or every restart would
- * re-publish every XID since boot.
+ * re-publish every XID since boot. When /proc/uptime cannot be read either, when the agent started is unknown
+ * (not 0, which would make the whole ring buffer new: every XID since boot published again at each restart, each
+ * stamped now, as if the GPU had just failed again): the records found at start (those read before the follower
+ * first caught up, `caughtUp`) are skipped, as records older than a known start would be.
  */
-function oldNews(after: number | undefined, startedUs: number, log: PublisherLog): (line: string) => boolean {
+function oldNews(
+  after: number | undefined,
+  startedUs: number | undefined,
+  caughtUp: () => boolean,
+  log: PublisherLog,
+): (line: string) => boolean {
   let first = true;
   return (line) => {
     const seq = after === undefined ? undefined : kmsgSeq(line);
-    if (seq === undefined) return kmsgRecordBefore(line, startedUs);
+    if (seq === undefined) return startedUs === undefined ? !caughtUp() : kmsgRecordBefore(line, startedUs);
     if (seq <= after!) return true;
     // The ring buffer overwrote records logged while no agent read it: said once, they cannot be had.
     if (first && seq > after! + 1)
@@ -110,7 +123,7 @@ function recordOf(
  * after the agent took it, and is saved in batches once the publisher's journal holds what it took.
  */
 export async function followKernelLog(
-  agent: Pick<Agent, 'onKernelLine'>,
+  agent: Pick<Agent, 'onKernelLine'> & Partial<Pick<Agent, 'heldKernelRecord'>>,
   path: string,
   stop: AbortSignal,
   log: PublisherLog,
@@ -122,19 +135,32 @@ export async function followKernelLog(
   const bootAtMs = uptime === undefined ? undefined : (o.now ?? systemClock.now)() - uptime / 1000;
   const boot = await bootId(proc);
   const cursor = new KernelLogCursor(o.cursor, boot, log);
-  const skip = oldNews(cursor.resumeAfter, uptime ?? 0, log);
+  // Where the follower first sleeps it has read the ring buffer it found at start.
+  let caughtUp = false;
+  if (uptime === undefined && cursor.resumeAfter === undefined)
+    log.warn('/proc/uptime not readable: the kernel-log records found at start are skipped as older than the agent', {
+      proc,
+    });
+  const skip = oldNews(cursor.resumeAfter, uptime, () => caughtUp, log);
   const saveEvery = o.saveEvery ?? KMSG_CURSOR_SAVE_EVERY;
-  // In order, each once the records handed on up to its mark are in the publisher's journal; never throws.
+  // In order, each once the records handed on up to its mark are in the publisher's journal; never throws. Not past
+  // a record whose XID repeat the agent still holds (xid-aggregate.ts): held, it is in no journal, only in memory,
+  // and a kill would lose it; the next run reads it again instead. Read just before the journal is asked: a repeat
+  // released since the mark was published before, so the journal's answer covers it.
   let saving: Promise<void> = Promise.resolve();
-  const save = () => {
+  const save = (after?: Promise<unknown>) => {
     const upTo = cursor.mark();
     saving = saving.then(async () => {
+      await after?.catch(() => undefined);
+      const held = agent.heldKernelRecord?.();
       await o.durable?.().catch(() => undefined);
-      cursor.save(upTo);
+      // (Held from record 0, the first of the boot: nothing before it to save.)
+      cursor.save(held === undefined || upTo === undefined ? upTo : held > 0 ? Math.min(upTo, held - 1) : undefined);
     });
   };
   // Where the follower sleeps it has read all there was: one save per burst of records.
   const sleep = (ms: number, signal?: AbortSignal) => {
+    caughtUp = true;
     const slept = catchUp.sleep(ms, signal);
     save();
     return slept;
@@ -166,6 +192,7 @@ export async function followKernelLog(
     catchUp.stopped();
     // Not awaited: the stop goes on to the publisher's close, which spills what it holds and waits for its journal
     // itself; the cursor follows the journal, and a kill before it only means those records are published again.
-    save();
+    // After the agent's flush (where given): what it held goes out then, and the cursor may pass it only after.
+    save(o.flushed);
   }
 }

@@ -116,6 +116,7 @@ export class KernelLogCatchUp {
   private wake: (() => void) | undefined;
   private waiters: (() => void)[] = [];
   private following = false;
+  private over = false;
 
   constructor(private readonly clock: Pick<Clock, 'setTimer'>) {}
 
@@ -141,9 +142,15 @@ export class KernelLogCatchUp {
     return this.following;
   }
 
+  /** The follower ended (the log unreadable, or the agent stopping): XIDs reach the agent from NVML only. */
+  get ended(): boolean {
+    return this.over;
+  }
+
   /** The follower ended (or the log is unreadable): nothing to wait for any more. */
   stopped(): void {
     this.following = false;
+    this.over = true;
     for (const release of this.waiters.splice(0)) release();
   }
 

@@ -51,6 +51,8 @@ interface Registered {
   uuid: string;
   pciBusId: string;
   handle: bigint;
+  /** The event types registered for it (once the set is built). */
+  types?: bigint;
 }
 
 /**
@@ -123,9 +125,17 @@ export class NvmlEventWatcher {
           });
         continue;
       }
-      keep.push(r);
+      keep.push({ ...r, types });
     }
     this.registered.splice(0, this.registered.length, ...keep);
+  }
+
+  /**
+   * Whether this GPU's XIDs reach the watcher: registered for XID events, and not dropped from the set since (a
+   * GPU found lost is not watched again in this run; one whose driver supports no XID events never was).
+   */
+  watchesXids(uuid: string): boolean {
+    return this.registered.some((r) => r.uuid === uuid && ((r.types ?? 0n) & NVML_EVENT.xidCriticalError) !== 0n);
   }
 
   /** The next event, or null when `timeoutMs` passes with none (or the watcher is closed). */
