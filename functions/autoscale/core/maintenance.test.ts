@@ -243,6 +243,48 @@ describe('planMaintenance', () => {
     ).toEqual(['drain n-a']);
   });
 
+  it('keeps a node prepared while its event is listed, whatever other event of it ECS lists beside it', () => {
+    const d = T0 + 120 * MIN;
+    // A second event of the same instance, a day later, listed after the one the node was prepared for.
+    const later = { ...reboot(d + 24 * 60 * MIN), type: 'SystemMaintenance.Redeploy', eventId: 'e-n-a-2' };
+    const f = facts({
+      now: d - 60 * MIN,
+      warnings: [reboot(d), later],
+      tracked: { 'n-a': tracked(d, { before: ['n-a', 'n-b'] }) },
+      nodes: cordonedA(),
+      pools: [{ id: 'np-a', desired: 3, max: 4 }],
+    });
+    expect(kinds(f)).toEqual([]);
+    expect(kinds({ ...f, now: d - 30 * MIN })).toEqual(['drain n-a']);
+    // Its own event over, the other one is the node's next: returned now, prepared for that one in its window.
+    expect(kinds({ ...f, now: d + 5 * MIN, warnings: [later] })).toEqual(['return n-a']);
+  });
+
+  it('drains a prepared node by another event of it listed since, when that one is due first', () => {
+    const d = T0 + 120 * MIN;
+    const sooner = { ...reboot(d - 60 * MIN), type: 'SystemFailure.Redeploy', eventId: 'e-n-a-2' };
+    const f = facts({
+      now: d - 90 * MIN,
+      warnings: [reboot(d), sooner],
+      tracked: { 'n-a': tracked(d, { before: ['n-a', 'n-b'] }) },
+      nodes: cordonedA(),
+      pools: [{ id: 'np-a', desired: 3, max: 4 }],
+    });
+    expect(planMaintenance(f).steps).toEqual([
+      expect.objectContaining({ kind: 'drain', why: expect.stringMatching(/SystemFailure.Redeploy at 01:00/) }),
+    ]);
+    expect(kinds({ ...f, now: d - 91 * MIN })).toEqual([]);
+  });
+
+  it('prepares a node with two events for the first of them', () => {
+    const d = T0 + 120 * MIN;
+    const later = { ...reboot(d + 24 * 60 * MIN), type: 'SystemMaintenance.Redeploy', eventId: 'e-n-a-2' };
+    const plan = planMaintenance(facts({ now: T0 + 30 * MIN, warnings: [reboot(d), later] }));
+    expect(plan.steps).toEqual([
+      expect.objectContaining({ kind: 'prepare', node: 'n-a', tracked: expect.objectContaining({ eventId: 'e-n-a' }) }),
+    ]);
+  });
+
   it('forgets a tracked node that left the cluster', () => {
     expect(kinds(facts({ tracked: { 'n-gone': tracked(T0) } }))).toEqual(['forget n-gone']);
   });

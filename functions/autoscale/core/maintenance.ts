@@ -20,7 +20,9 @@
  *      driver or device plugin not up after the reboot or redeploy), or with its pool's GPUs unknown (its type
  *      unread), it stays cordoned and a person is told once; it returns once they show.
  * An event that cannot be read (the call failed) is unknown: nothing is returned on it, and nodes already being
- * prepared keep their stored deadline.
+ * prepared keep their stored deadline. An instance with several events listed is prepared for the first of them,
+ * is over only when the one it was prepared for is no longer listed (by its id), and is drained by whichever of its
+ * listed events is due first.
  */
 
 export type WarningKind = 'maintenance' | 'preemption';
@@ -119,7 +121,11 @@ export function planMaintenance(f: MaintenanceFacts): MaintenancePlan {
   const drainAt = (t: TrackedNode) =>
     t.kind === 'preemption' ? t.since : t.deadline - f.policy.drainBeforeMinutes * MIN;
   const poolOf = new Map(f.pools.map((p) => [p.id, p]));
-  const warned = new Map((f.warnings ?? []).map((w) => [w.node, w]));
+  // An instance may have several events listed at once (a reboot, and a redeploy after it): its node is prepared for
+  // the first of them, and stays prepared as long as the one it was prepared for is listed.
+  const warned = new Map<string, CapacityWarning>();
+  for (const w of [...(f.warnings ?? [])].sort((a, b) => a.deadline - b.deadline))
+    if (!warned.has(w.node)) warned.set(w.node, w);
   const membersOf = (pool: string) => [...f.nodes].filter(([, m]) => m.pool === pool).map(([n]) => n);
   // 1. New warnings, once inside the preparing window.
   for (const w of warned.values()) {
@@ -158,8 +164,8 @@ export function planMaintenance(f: MaintenanceFacts): MaintenancePlan {
       plan.steps.push({ kind: 'forget', node, pool: poolId, why: `${node} left the cluster` });
       continue;
     }
-    const still = warned.get(node);
-    if (f.warnings !== undefined && (!still || still.eventId !== t.eventId)) {
+    const still = f.warnings?.some((w) => w.node === node && w.eventId === t.eventId);
+    if (f.warnings !== undefined && !still) {
       // Someone else's cordon (a person's, remediation's) stays: the node is only forgotten.
       if (!t.ownCordon || member.heldBy)
         plan.steps.push({
@@ -210,14 +216,18 @@ export function planMaintenance(f: MaintenanceFacts): MaintenancePlan {
         why: `${t.type} on ${node}: recorded as ours, not cordoned`,
       });
     const capacityReady = replaced.has(node);
-    if (f.now >= drainAt(t) || capacityReady)
+    // Another event of it due earlier than its own (listed since it was prepared) is drained for too.
+    const first = warned.get(node);
+    const due = first && first.kind === t.kind && first.deadline < t.deadline ? first : t;
+    const by = drainAt({ ...t, deadline: due.deadline });
+    if (f.now >= by || capacityReady)
       plan.steps.push({
         kind: 'drain',
         node,
         pool: poolId,
         why:
-          f.now >= drainAt(t)
-            ? `${t.type} at ${clock(t.deadline)}: drained by ${clock(drainAt(t))} at the latest`
+          f.now >= by
+            ? `${due.type} at ${clock(due.deadline)}: drained by ${clock(by)} at the latest`
             : `${t.type} at ${clock(t.deadline)}: ${replaced.get(node)}, new since its replacement was asked, ` +
               'is Ready with its GPUs',
       });
