@@ -158,6 +158,38 @@ describe('planned maintenance (ECS system events)', () => {
     expect(a.unschedulable).toBe(false);
   });
 
+  it('tells a person once when a node is not Ready again 15 min after its event is over; keeps it cordoned', async () => {
+    const deps = await world(reboot2h);
+    await clock.advance(30 * MIN);
+    await autoscalePools(deps);
+    await clock.advance(3 * MIN);
+    joinNew();
+    expect((await autoscalePools(deps)).maintenance.draining).toEqual(['n-a']);
+    // The reboot goes by and the event is over, but the node never comes back Ready.
+    await clock.advance(120 * MIN - 33 * MIN + 10_000);
+    const a = kube.cluster.nodes.get('n-a')!;
+    a.ready = false;
+    const notices = (deps.notifier as RecordingNotifier).notices;
+    const down = () => notices.filter((n) => n.title.includes('n-a is not Ready after maintenance'));
+    for (let i = 0; i < 15; i++) {
+      await clock.advance(1 * MIN);
+      await autoscalePools(deps);
+    }
+    expect(down()).toEqual([]);
+    for (let i = 0; i < 5; i++) {
+      await clock.advance(1 * MIN);
+      expect((await autoscalePools(deps)).maintenance.returned).toEqual([]);
+    }
+    expect(a.unschedulable).toBe(true);
+    expect(down()).toEqual([
+      expect.objectContaining({ severity: 'warning', text: expect.stringMatching(/not Ready again 1[5-9] min after/) }),
+    ]);
+    // It comes back at last, with its GPUs: returned.
+    a.ready = true;
+    await clock.advance(1 * MIN);
+    expect((await autoscalePools(deps)).maintenance.returned).toEqual(['n-a']);
+  });
+
   /** Autoscale's ports with the node's cordon refused once (TransientError), as a round's only failure. */
   function cordonRefusedOnce(deps: AutoscaleDeps): void {
     const nodes = deps.nodes;

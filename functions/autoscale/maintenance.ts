@@ -248,12 +248,17 @@ async function carryOut(
           (t) => (t[s.node] ? { ...t, [s.node]: { ...t[s.node]!, told: deps.clock.now() } } : t),
           [
             {
-              title: `gpu-reflex: ${s.node} is back from maintenance, kept cordoned`,
+              title: `gpu-reflex: ${s.node} ${s.ready ? 'is back from' : 'is not Ready after'} maintenance, kept cordoned`,
               text: s.why.slice(0, 1000),
               severity: 'warning',
             },
           ],
         );
+    } else if (s.kind === 'wait') {
+      deps.logger.info('autoscale-pools: a node back from maintenance is not Ready yet', { node: s.node, why: s.why });
+      // When it was first seen so: a person is told if it is still not Ready BACK_READY_MS on.
+      if (s.over !== undefined)
+        await book.setTracked(s.pool, (t) => (t[s.node] ? { ...t, [s.node]: { ...t[s.node]!, over: s.over } } : t));
     } else {
       await book.setTracked(s.pool, ({ [s.node]: _, ...rest }) => rest);
       deps.logger.info('autoscale-pools: a node prepared for maintenance is forgotten', { node: s.node, why: s.why });

@@ -185,8 +185,8 @@ describe('planMaintenance', () => {
     const f = facts({ now: d + 5 * MIN, warnings: [], tracked: { 'n-a': tracked(d) } });
     expect(kinds(f)).toEqual(['return n-a']);
     const rebooting = new Map(f.nodes);
-    rebooting.set('n-a', { pool: 'np-a', ready: false });
-    expect(kinds({ ...f, nodes: rebooting })).toEqual([]);
+    rebooting.set('n-a', { pool: 'np-a', ready: false, unschedulable: true });
+    expect(kinds({ ...f, nodes: rebooting })).toEqual(['wait n-a']);
   });
 
   it('keeps a node back Ready without its GPUs cordoned and tells a person once; the same when unknown', () => {
@@ -215,6 +215,35 @@ describe('planMaintenance', () => {
     expect(back({ gpus: true })).toEqual([expect.objectContaining({ kind: 'return', node: 'n-a' })]);
     // Uncordoned by someone meanwhile: theirs now, only forgotten.
     expect(back({ gpus: false, unschedulable: false })).toEqual([
+      expect.objectContaining({ kind: 'forget', node: 'n-a' }),
+    ]);
+  });
+
+  it('tells a person once when a node is not Ready again 15 min after its event is over; keeps it cordoned', () => {
+    const d = T0 + 120 * MIN;
+    const down = (now: number, over: Partial<TrackedNode> = {}, m: { unschedulable?: boolean } = {}) =>
+      planMaintenance(
+        facts({
+          now,
+          warnings: [],
+          tracked: { 'n-a': tracked(d, over) },
+          nodes: new Map([...cordonedA(), ['n-a', { pool: 'np-a', ready: false, unschedulable: true, ...m }]]),
+        }),
+      ).steps;
+    // First seen over while it restarts: when is recorded, nobody is told yet.
+    expect(down(d + 5 * MIN)).toEqual([expect.objectContaining({ kind: 'wait', node: 'n-a', over: d + 5 * MIN })]);
+    expect(down(d + 19 * MIN, { over: d + 5 * MIN })).toEqual([
+      expect.not.objectContaining({ over: expect.anything() }),
+    ]);
+    // Still not Ready 15 min on: kept cordoned, a person told, once.
+    expect(down(d + 20 * MIN, { over: d + 5 * MIN })).toEqual([
+      expect.objectContaining({ kind: 'keep', tell: true, why: expect.stringMatching(/not Ready again/) }),
+    ]);
+    expect(down(d + 90 * MIN, { over: d + 5 * MIN, told: d + 20 * MIN })).toEqual([
+      expect.objectContaining({ kind: 'keep', tell: false }),
+    ]);
+    // Uncordoned by someone meanwhile: theirs now, only forgotten.
+    expect(down(d + 20 * MIN, { over: d + 5 * MIN }, { unschedulable: false })).toEqual([
       expect.objectContaining({ kind: 'forget', node: 'n-a' }),
     ]);
   });

@@ -18,7 +18,8 @@
  *   3. return: once the event is no longer listed (executed, canceled) and the node is Ready again with its type's
  *      GPUs, it is uncordoned and forgotten; the extra node idles and scale-in gives it back. Ready without them (the
  *      driver or device plugin not up after the reboot or redeploy), or with its pool's GPUs unknown (its type
- *      unread), it stays cordoned and a person is told once; it returns once they show.
+ *      unread), it stays cordoned and a person is told once; it returns once they show. Not Ready again
+ *      BACK_READY_MS after its event was first seen over, the same: kept cordoned, a person told once.
  * An event that cannot be read (the call failed) is unknown: nothing is returned on it, and nodes already being
  * prepared keep their stored deadline. An instance with several events listed is prepared for the first of them,
  * is over only when the one it was prepared for is no longer listed (by its id), and is drained by whichever of its
@@ -58,7 +59,9 @@ export interface TrackedNode {
    * written before it was kept: no node is known to be its replacement, so it is drained by its deadline.
    */
   before?: string[];
-  /** When a person was told it is back Ready without its GPUs, or with them unknown (ms): told once. */
+  /** When its event was first seen over (no longer listed) while it was not Ready (ms): how long it has been down. */
+  over?: number;
+  /** When a person was told it is back Ready without its GPUs, with them unknown, or not Ready again (ms): once. */
   told?: number;
 }
 
@@ -101,8 +104,10 @@ export type MaintenanceStep =
   | { kind: 'cordon'; node: string; pool: string; why: string }
   | { kind: 'drain'; node: string; pool: string; why: string }
   | { kind: 'return'; node: string; pool: string; why: string }
-  /** Its event is over, yet it is kept cordoned (no GPUs, or unknown): `tell` a person, once. */
-  | { kind: 'keep'; node: string; pool: string; why: string; tell: boolean }
+  /** Its event is over, yet it is kept cordoned (no GPUs, unknown, not Ready again): `tell` a person, once. */
+  | { kind: 'keep'; node: string; pool: string; why: string; tell: boolean; ready: boolean }
+  /** Its event is over and it restarts (not Ready yet): `over` is recorded when first seen so. */
+  | { kind: 'wait'; node: string; pool: string; why: string; over?: number }
   | { kind: 'forget'; node: string; pool: string; why: string };
 
 export interface MaintenancePlan {
@@ -114,6 +119,12 @@ export interface MaintenancePlan {
 }
 
 const MIN = 60_000;
+/**
+ * How long a node whose event is over may stay not Ready before a person is told: cluster-autoscaler's
+ * `MaxNodeStartupTime` (cluster-autoscaler/clusterstate/clusterstate.go, 15 min, as arrivals.ts MAX_NODE_STARTUP_MS),
+ * the time it gives a node from registering to Ready. A reboot or redeploy gives its kubelet as long.
+ */
+export const BACK_READY_MS = 15 * MIN;
 const clock = (ms: number) => new Date(ms).toISOString().slice(11, 16);
 
 export function planMaintenance(f: MaintenanceFacts): MaintenancePlan {
@@ -181,7 +192,7 @@ export function planMaintenance(f: MaintenanceFacts): MaintenancePlan {
           pool: poolId,
           why: `${t.type} on ${node} is over and it is Ready with its GPUs`,
         });
-      else if (member.ready && member.unschedulable !== true)
+      else if (member.unschedulable !== true)
         plan.steps.push({
           kind: 'forget',
           node,
@@ -196,12 +207,34 @@ export function planMaintenance(f: MaintenanceFacts): MaintenancePlan {
           node,
           pool: poolId,
           tell: t.told === undefined,
+          ready: true,
           why:
             member.gpus === false
               ? `${t.type} on ${node} is over and it is Ready, but advertises none of its type's GPUs (the NVIDIA ` +
                 'driver or the device plugin did not come up): kept cordoned until they show'
               : `${t.type} on ${node} is over and it is Ready, but whether it has its GPUs is unknown (its node ` +
                 "pool's instance type cannot be read): kept cordoned until that is known",
+        });
+      else if (f.now - (t.over ?? f.now) < BACK_READY_MS)
+        plan.steps.push({
+          kind: 'wait',
+          node,
+          pool: poolId,
+          why: `${t.type} on ${node} is over; not Ready yet (restarting)`,
+          ...(t.over === undefined ? { over: f.now } : {}),
+        });
+      else
+        // Not back: no capacity, and nobody to notice (it is cordoned, its pods moved off). Kept cordoned, a person
+        // told; it returns once it is Ready with its GPUs.
+        plan.steps.push({
+          kind: 'keep',
+          node,
+          pool: poolId,
+          tell: t.told === undefined,
+          ready: false,
+          why:
+            `${t.type} on ${node} is over, and it is not Ready again ${Math.floor((f.now - t.over!) / MIN)} min ` +
+            'after (the instance did not come back up, or its kubelet cannot reach the API server): kept cordoned',
         });
       continue;
     }
