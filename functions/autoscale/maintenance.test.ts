@@ -432,6 +432,40 @@ describe('spot interruption: the instance released', () => {
 });
 
 describe('a replacement while a scale-out is still under way', () => {
+  it("does not take the scale-out's node for the replacement: drains once a node beyond it has joined", async () => {
+    // The warning enters the 90-minute window one minute in, while the node grown for train-0 still boots.
+    const deps = await world(
+      { systemEvents: [{ node: 'n-a', type: 'SystemMaintenance.Reboot', notBeforeSeconds: 5460 }] },
+      6,
+    );
+    kube.cluster.addPod({
+      name: 'train-0',
+      namespace: 'ml',
+      uid: 'train-0',
+      phase: 'Pending',
+      scheduled: { status: 'False', reason: 'Unschedulable' },
+      extendedResources: { 'nvidia.com/gpu': 1 },
+      requests: { 'nvidia.com/gpu': 1, cpu: 2 },
+      createdAt: new Date(T0).toISOString(),
+    });
+    await autoscalePools(deps);
+    expect(sim.cloud.pools.get('np-t4')!.desired).toBe(3);
+    await clock.advance(1 * MIN + 1000);
+    expect((await autoscalePools(deps)).maintenance.preparing).toEqual(['n-a']);
+    expect(sim.cloud.pools.get('np-t4')!.desired).toBe(4);
+    // train-0's node joins first: it is train-0's, not n-a's replacement; serving-n-a stays where it runs.
+    await clock.advance(1 * MIN);
+    joinNew();
+    expect(kube.cluster.nodes.size).toBe(3);
+    expect((await autoscalePools(deps)).maintenance.draining).toEqual([]);
+    expect(serving()!.terminating).toBe(false);
+    // The replacement joins: now there is room for both.
+    await clock.advance(2 * MIN);
+    joinNew();
+    expect(kube.cluster.nodes.size).toBe(4);
+    expect((await autoscalePools(deps)).maintenance.draining).toEqual(['n-a']);
+  });
+
   it('follows both ACK tasks and reports each once (the replacement does not overwrite the earlier request)', async () => {
     // The warning enters the 90-minute window one minute in, while the scale-out for a pending pod still boots.
     const deps = await world(

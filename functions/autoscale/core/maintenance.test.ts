@@ -89,7 +89,7 @@ describe('planMaintenance', () => {
     const waiting = facts({
       now: T0 + 40 * MIN,
       warnings: [reboot(d)],
-      tracked: { 'n-a': tracked(d, { before: ['n-a', 'n-b'] }) },
+      tracked: { 'n-a': tracked(d, { before: ['n-a', 'n-b'], owed: 0 }) },
       nodes: cordonedA(),
       pools: [{ id: 'np-a', desired: 3, max: 4 }],
     });
@@ -108,7 +108,7 @@ describe('planMaintenance', () => {
     const f = facts({
       now: T0 + 40 * MIN,
       warnings: [reboot(d)],
-      tracked: { 'n-a': tracked(d, { before: ['n-a', 'n-b'] }) },
+      tracked: { 'n-a': tracked(d, { before: ['n-a', 'n-b'], owed: 0 }) },
       nodes: cordonedA(),
       pools: [{ id: 'np-a', desired: 2, max: 4 }],
     });
@@ -120,7 +120,7 @@ describe('planMaintenance', () => {
 
   it('takes one new node for one node moved off: two prepared together wait for two', () => {
     const d = T0 + 120 * MIN;
-    const b = { ...tracked(d, { before: ['n-a', 'n-b'] }), eventId: 'e-n-b', instanceId: 'i-n-b' };
+    const b = { ...tracked(d, { before: ['n-a', 'n-b'], owed: 0 }), eventId: 'e-n-b', instanceId: 'i-n-b' };
     const nodes = new Map([
       ['n-a', { pool: 'np-a', ready: true, gpus: true, unschedulable: true }],
       ['n-b', { pool: 'np-a', ready: true, gpus: true, unschedulable: true }],
@@ -129,7 +129,7 @@ describe('planMaintenance', () => {
     const f = facts({
       now: T0 + 40 * MIN,
       warnings: [reboot(d), reboot(d, 'n-b')],
-      tracked: { 'n-a': tracked(d, { before: ['n-a', 'n-b'] }), 'n-b': b },
+      tracked: { 'n-a': tracked(d, { before: ['n-a', 'n-b'], owed: 0 }), 'n-b': b },
       nodes,
       pools: [{ id: 'np-a', desired: 4, max: 4 }],
     });
@@ -138,10 +138,35 @@ describe('planMaintenance', () => {
     expect(kinds(f)).toEqual(['drain n-a', 'drain n-b']);
   });
 
+  it('takes no node a scale-out was still owed when the replacement was asked for the replacement', () => {
+    const d = T0 + 120 * MIN;
+    // Asked while the pool (desired 3) still waited for a scale-out's node: desired 4, n-a and n-b its members then.
+    const asked = planMaintenance(
+      facts({ now: T0 + 30 * MIN, warnings: [reboot(d)], pools: [{ id: 'np-a', desired: 3, max: 4 }] }),
+    );
+    expect(asked.steps[0]).toMatchObject({ kind: 'prepare', tracked: { before: ['n-a', 'n-b'], owed: 1 } });
+    const nodes = new Map([...cordonedA(), ['n-c', { pool: 'np-a', ready: true, gpus: true }]]);
+    const f = facts({
+      now: T0 + 40 * MIN,
+      warnings: [reboot(d)],
+      tracked: { 'n-a': tracked(d, { before: ['n-a', 'n-b'], owed: 1 }) },
+      nodes,
+      pools: [{ id: 'np-a', desired: 4, max: 4 }],
+    });
+    expect(kinds(f)).toEqual([]);
+    nodes.set('n-d', { pool: 'np-a', ready: true, gpus: true });
+    expect(kinds(f)).toEqual(['drain n-a']);
+    // A record kept before `owed` was: whose the new nodes are is unknown; drained by its deadline.
+    expect(kinds({ ...f, tracked: { 'n-a': tracked(d, { before: ['n-a', 'n-b'] }) } })).toEqual([]);
+    expect(kinds({ ...f, now: d - 30 * MIN, tracked: { 'n-a': tracked(d, { before: ['n-a', 'n-b'] }) } })).toEqual([
+      'drain n-a',
+    ]);
+  });
+
   it("records the pool's members when it asks the replacement, none when it asks none", () => {
     const d = T0 + 120 * MIN;
     const plan = planMaintenance(facts({ now: T0 + 30 * MIN, warnings: [reboot(d)] }));
-    expect(plan.steps[0]).toMatchObject({ kind: 'prepare', tracked: { before: ['n-a', 'n-b'] } });
+    expect(plan.steps[0]).toMatchObject({ kind: 'prepare', tracked: { before: ['n-a', 'n-b'], owed: 0 } });
     const full = planMaintenance(
       facts({ now: T0 + 30 * MIN, warnings: [reboot(d)], pools: [{ id: 'np-a', desired: 2, max: 2 }] }),
     );
@@ -279,7 +304,7 @@ describe('planMaintenance', () => {
     const f = facts({
       now: d - 60 * MIN,
       warnings: [reboot(d), later],
-      tracked: { 'n-a': tracked(d, { before: ['n-a', 'n-b'] }) },
+      tracked: { 'n-a': tracked(d, { before: ['n-a', 'n-b'], owed: 0 }) },
       nodes: cordonedA(),
       pools: [{ id: 'np-a', desired: 3, max: 4 }],
     });
@@ -295,7 +320,7 @@ describe('planMaintenance', () => {
     const f = facts({
       now: d - 90 * MIN,
       warnings: [reboot(d), sooner],
-      tracked: { 'n-a': tracked(d, { before: ['n-a', 'n-b'] }) },
+      tracked: { 'n-a': tracked(d, { before: ['n-a', 'n-b'], owed: 0 }) },
       nodes: cordonedA(),
       pools: [{ id: 'np-a', desired: 3, max: 4 }],
     });

@@ -10,7 +10,8 @@
  *      is asked of the pool: capacity first; a node of ours found schedulable later is cordoned again;
  *   2. drain: once its replacement has joined, by identity: a node of the pool that was not one of its members when
  *      the replacement was asked (TrackedNode.before), Ready with its GPUs (it can carry the node's GPU pods: a node
- *      whose driver or device plugin is down cannot), one such node per node moved off; a count of Ready members
+ *      whose driver or device plugin is down cannot), one such node per node moved off, beyond those the pool still
+ *      owed when it was asked (a scale-out's nodes still booting: TrackedNode.owed); a count of Ready members
  *      is not that (a size lowered in the ACK console meanwhile, a member back from NotReady meet it with no new
  *      node). Or `drainBeforeMinutes` before the deadline at the latest (a spot notice: at once, a new node takes
  *      minutes). Its pods are evicted through the Eviction API (disruption budgets respected; a blocked one is tried
@@ -59,6 +60,13 @@ export interface TrackedNode {
    * written before it was kept: no node is known to be its replacement, so it is drained by its deadline.
    */
   before?: string[];
+  /**
+   * Nodes the pool still owed when its replacement was asked (its desired size above its members then: a scale-out's
+   * nodes still booting): the first that new come for those, its own is the one beyond. ACK tells no node's request,
+   * so this is the count of new nodes, each known new by name. Absent on a record written before it was kept: no node
+   * is known to be its replacement, so it is drained by its deadline.
+   */
+  owed?: number;
   /** When its event was first seen over (no longer listed) while it was not Ready (ms): how long it has been down. */
   over?: number;
   /** When a person was told it is back Ready without its GPUs, with them unknown, or not Ready again (ms): once. */
@@ -159,7 +167,9 @@ export function planMaintenance(f: MaintenanceFacts): MaintenancePlan {
       since: f.now,
       replacement: refusal === undefined,
       ownCordon: member.unschedulable !== true,
-      ...(refusal === undefined ? { before: membersOf(pool.id) } : {}),
+      ...(refusal === undefined
+        ? { before: membersOf(pool.id), owed: Math.max(0, pool.desired - membersOf(pool.id).length) }
+        : {}),
     };
     plan.steps.push({ kind: 'prepare', node: w.node, pool: pool.id, tracked, why: wordsOf(w) });
     // A spot notice leaves no time to wait for a node; an event first seen late is drained at once too.
@@ -271,13 +281,15 @@ export function planMaintenance(f: MaintenanceFacts): MaintenancePlan {
 /**
  * Tracked nodes whose replacement has joined → the new node that stands in for each: a member not in the pool when
  * the replacement was asked (`before`), Ready with its GPUs, not itself being moved off, each taken for one node
- * only. The latest asked go first: their new nodes are the fewest (an earlier one's may have joined by then).
+ * only, and more of them than the pool owed then (`owed`: a scale-out's nodes still on their way are its pods',
+ * whichever joins first). The latest asked go first: their new nodes are the fewest (an earlier one's may have
+ * joined by then).
  */
 function replacementsJoined(f: MaintenanceFacts): Map<string, string> {
   const out = new Map<string, string>();
   const taken = new Set<string>();
   const waiting = Object.entries(f.tracked)
-    .filter(([node, t]) => t.replacement && t.before && f.nodes.has(node))
+    .filter(([node, t]) => t.replacement && t.before && t.owed !== undefined && f.nodes.has(node))
     .sort(([, a], [, b]) => b.since - a.since);
   for (const [node, t] of waiting) {
     const pool = f.nodes.get(node)!.pool;
@@ -287,7 +299,7 @@ function replacementsJoined(f: MaintenanceFacts): Map<string, string> {
       .map(([n]) => n)
       .filter((n) => !taken.has(n) && !f.tracked[n])
       .sort();
-    if (fresh[0] === undefined) continue;
+    if (fresh.length <= t.owed! || fresh[0] === undefined) continue;
     taken.add(fresh[0]);
     out.set(node, fresh[0]);
   }
