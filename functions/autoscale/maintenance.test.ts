@@ -190,6 +190,30 @@ describe('planned maintenance (ECS system events)', () => {
     expect((await autoscalePools(deps)).maintenance.returned).toEqual(['n-a']);
   });
 
+  it('turned off, prepares no new node and returns the ones it moved off only once their events are over', async () => {
+    const deps = await world({
+      systemEvents: [
+        { node: 'n-a', type: 'SystemMaintenance.Reboot', notBeforeSeconds: 7200 },
+        { node: 'n-b', type: 'SystemMaintenance.Reboot', notBeforeSeconds: 9000 },
+      ],
+    });
+    await clock.advance(30 * MIN);
+    expect((await autoscalePools(deps)).maintenance.preparing).toEqual(['n-a']);
+    await clock.advance(3 * MIN);
+    joinNew();
+    expect((await autoscalePools(deps)).maintenance.draining).toEqual(['n-a']);
+    // A person turns it off 10 min before n-a's reboot: n-a is not given back to the scheduler ahead of it…
+    deps.policy.maintenance.enabled = false;
+    await clock.advance(77 * MIN);
+    expect((await autoscalePools(deps)).maintenance.returned).toEqual([]);
+    expect(kube.cluster.nodes.get('n-a')!.unschedulable).toBe(true);
+    // …nor is n-b prepared for its own, and n-a is returned once its reboot is over.
+    await clock.advance(15 * MIN);
+    const after = await autoscalePools(deps);
+    expect(after.maintenance).toMatchObject({ preparing: [], returned: ['n-a'] });
+    expect(kube.cluster.nodes.get('n-b')!.unschedulable).toBe(false);
+  });
+
   /** Autoscale's ports with the node's cordon refused once (TransientError), as a round's only failure. */
   function cordonRefusedOnce(deps: AutoscaleDeps): void {
     const nodes = deps.nodes;

@@ -147,7 +147,10 @@ export async function maintainPools(
   const members = nodes.filter((n) => ids.has(n.labels[NODEPOOL_LABEL] ?? ''));
   const tracked = Object.assign({}, ...managed.map((p) => book.tracked(p.id))) as Record<string, TrackedNode>;
   if (!policy.enabled && Object.keys(tracked).length === 0) return out;
-  const warnings = policy.enabled ? await warningsOf(deps, managed, members, tracked) : [];
+  // Turned off, nothing new is prepared, and the nodes it moved off are seen through: the events are still read for
+  // them, as no event read is not "no event" (a node uncordoned minutes before its reboot would lose its new pods).
+  const read = await warningsOf(deps, managed, members, tracked);
+  const warnings = policy.enabled ? read : read?.filter((w) => tracked[w.node] !== undefined);
   const mpools: MaintenancePool[] = managed.map((p) => {
     const bounds = deps.policy.pools[p.id]!;
     const busy = book.busy(p.id);
