@@ -179,6 +179,7 @@ export async function maintainPools(
             ...(offer ? { gpus: advertisesGpus(n, offer) } : {}),
             unschedulable: n.unschedulable,
             ...(heldBy ? { heldBy } : {}),
+            ...(instanceIdOf(n.providerId) ? { instanceId: instanceIdOf(n.providerId)! } : {}),
           },
         ];
       }),
@@ -258,7 +259,7 @@ async function carryOut(
           ],
         );
     } else if (s.kind === 'wait') {
-      deps.logger.info('autoscale-pools: a node back from maintenance is not Ready yet', { node: s.node, why: s.why });
+      deps.logger.info('autoscale-pools: a node prepared for maintenance is waited on', { node: s.node, why: s.why });
       // When it was first seen so: a person is told if it is still not Ready BACK_READY_MS on.
       if (s.over !== undefined)
         await book.setTracked(s.pool, (t) => (t[s.node] ? { ...t, [s.node]: { ...t[s.node]!, over: s.over } } : t));

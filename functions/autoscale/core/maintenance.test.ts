@@ -1,5 +1,10 @@
 import { describe, expect, it } from 'vitest';
-import { planMaintenance, type CapacityWarning, type MaintenanceFacts, type TrackedNode } from './maintenance.ts';
+import {
+  planMaintenance as planned,
+  type CapacityWarning,
+  type MaintenanceFacts,
+  type TrackedNode,
+} from './maintenance.ts';
 
 const MIN = 60_000;
 const T0 = Date.parse('2026-01-01T00:00:00.000Z');
@@ -44,6 +49,10 @@ const cordonedA = (): MaintenanceFacts['nodes'] =>
     ['n-a', { pool: 'np-a', ready: true, gpus: true, unschedulable: true }],
     ['n-b', { pool: 'np-a', ready: true, gpus: true }],
   ]);
+
+/** Each member on the instance its name says (`i-<node>`), unless the test gives another. */
+const planMaintenance = (f: MaintenanceFacts) =>
+  planned({ ...f, nodes: new Map([...f.nodes].map(([n, m]) => [n, { instanceId: `i-${n}`, ...m }])) });
 
 const kinds = (f: MaintenanceFacts) => planMaintenance(f).steps.map((s) => `${s.kind} ${s.node}`);
 
@@ -337,6 +346,23 @@ describe('planMaintenance', () => {
     expect(plan.steps).toEqual([
       expect.objectContaining({ kind: 'prepare', node: 'n-a', tracked: expect.objectContaining({ eventId: 'e-n-a' }) }),
     ]);
+  });
+
+  it('forgets a tracked node whose name is on another instance now (ACK names nodes by IP): never cordons that one', () => {
+    // A reclaimed spot node's IP taken by the pool's next instance, on a round the events cannot be read.
+    const spot = tracked(T0, { kind: 'preemption', type: 'Recycling', eventId: 'spot:i-n-a' });
+    const nodes = new Map<string, { pool: string; ready: boolean; gpus: boolean; instanceId?: string }>([
+      ['n-a', { pool: 'np-a', ready: true, gpus: true, instanceId: 'i-new' }],
+      ['n-b', { pool: 'np-a', ready: true, gpus: true, instanceId: 'i-n-b' }],
+    ]);
+    const f = facts({ now: T0 + 10 * MIN, warnings: undefined, tracked: { 'n-a': spot }, nodes });
+    expect(kinds(f)).toEqual(['forget n-a']);
+    // Its instance unread: not known to be the node prepared, left as it is.
+    nodes.set('n-a', { pool: 'np-a', ready: true, gpus: true });
+    expect(planned(f).steps.map((s) => `${s.kind} ${s.node}`)).toEqual(['wait n-a']);
+    // The same instance: the node prepared.
+    nodes.set('n-a', { pool: 'np-a', ready: true, gpus: true, instanceId: 'i-n-a' });
+    expect(kinds(f)).toEqual(['cordon n-a', 'drain n-a']);
   });
 
   it('forgets a tracked node that left the cluster', () => {

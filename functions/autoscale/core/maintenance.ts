@@ -24,7 +24,8 @@
  * An event that cannot be read (the call failed) is unknown: nothing is returned on it, and nodes already being
  * prepared keep their stored deadline. An instance with several events listed is prepared for the first of them,
  * is over only when the one it was prepared for is no longer listed (by its id), and is drained by whichever of its
- * listed events is due first.
+ * listed events is due first. A node is the one prepared by its instance, not its name (ACK names nodes by private
+ * IP, which a new instance may take): a node of that name on another instance is not acted on, only forgotten.
  */
 
 export type WarningKind = 'maintenance' | 'preemption';
@@ -98,11 +99,12 @@ export interface MaintenanceFacts {
   /**
    * Members of managed pools: node → its pool, whether Ready, whether it advertises its pool's GPUs (arrivals.ts
    * `advertisesGpus`; undefined when the pool's GPUs cannot be known: its type unread), whether cordoned, and who
-   * else holds it (remediation's state label or taint), if anyone.
+   * else holds it (remediation's state label or taint), if anyone, and its ECS instance (from its providerID;
+   * undefined when that cannot be read).
    */
   nodes: ReadonlyMap<
     string,
-    { pool: string; ready: boolean; gpus?: boolean; unschedulable?: boolean; heldBy?: string }
+    { pool: string; ready: boolean; gpus?: boolean; unschedulable?: boolean; heldBy?: string; instanceId?: string }
   >;
   pools: readonly MaintenancePool[];
 }
@@ -114,7 +116,10 @@ export type MaintenanceStep =
   | { kind: 'return'; node: string; pool: string; why: string }
   /** Its event is over, yet it is kept cordoned (no GPUs, unknown, not Ready again): `tell` a person, once. */
   | { kind: 'keep'; node: string; pool: string; why: string; tell: boolean; ready: boolean }
-  /** Its event is over and it restarts (not Ready yet): `over` is recorded when first seen so. */
+  /**
+   * Nothing done this round: its event is over and it restarts (not Ready yet; `over` is recorded when first seen
+   * so), or its instance cannot be read (not known to be the node prepared).
+   */
   | { kind: 'wait'; node: string; pool: string; why: string; over?: number }
   | { kind: 'forget'; node: string; pool: string; why: string };
 
@@ -183,6 +188,26 @@ export function planMaintenance(f: MaintenanceFacts): MaintenancePlan {
     const poolId = member?.pool ?? '';
     if (!member) {
       plan.steps.push({ kind: 'forget', node, pool: poolId, why: `${node} left the cluster` });
+      continue;
+    }
+    // ACK names a node by its private IP, which a new instance may take once the prepared one is gone (a spot
+    // instance reclaimed): a node of that name on another instance is not the one prepared, nor is it ours to cordon.
+    if (member.instanceId !== t.instanceId) {
+      plan.steps.push(
+        member.instanceId === undefined
+          ? {
+              kind: 'wait',
+              node,
+              pool: poolId,
+              why: `${node}'s instance cannot be read from its providerID: not known to be ${t.instanceId}, left as it is`,
+            }
+          : {
+              kind: 'forget',
+              node,
+              pool: poolId,
+              why: `${node} is instance ${member.instanceId} now: ${t.instanceId}, prepared for ${t.type}, left`,
+            },
+      );
       continue;
     }
     const still = f.warnings?.some((w) => w.node === node && w.eventId === t.eventId);
