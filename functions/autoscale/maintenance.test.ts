@@ -158,6 +158,62 @@ describe('planned maintenance (ECS system events)', () => {
     expect(a.unschedulable).toBe(false);
   });
 
+  it('tells a person once when a node is not Ready again 15 min after its event is over; keeps it cordoned', async () => {
+    const deps = await world(reboot2h);
+    await clock.advance(30 * MIN);
+    await autoscalePools(deps);
+    await clock.advance(3 * MIN);
+    joinNew();
+    expect((await autoscalePools(deps)).maintenance.draining).toEqual(['n-a']);
+    // The reboot goes by and the event is over, but the node never comes back Ready.
+    await clock.advance(120 * MIN - 33 * MIN + 10_000);
+    const a = kube.cluster.nodes.get('n-a')!;
+    a.ready = false;
+    const notices = (deps.notifier as RecordingNotifier).notices;
+    const down = () => notices.filter((n) => n.title.includes('n-a is not Ready after maintenance'));
+    for (let i = 0; i < 15; i++) {
+      await clock.advance(1 * MIN);
+      await autoscalePools(deps);
+    }
+    expect(down()).toEqual([]);
+    for (let i = 0; i < 5; i++) {
+      await clock.advance(1 * MIN);
+      expect((await autoscalePools(deps)).maintenance.returned).toEqual([]);
+    }
+    expect(a.unschedulable).toBe(true);
+    expect(down()).toEqual([
+      expect.objectContaining({ severity: 'warning', text: expect.stringMatching(/not Ready again 1[5-9] min after/) }),
+    ]);
+    // It comes back at last, with its GPUs: returned.
+    a.ready = true;
+    await clock.advance(1 * MIN);
+    expect((await autoscalePools(deps)).maintenance.returned).toEqual(['n-a']);
+  });
+
+  it('turned off, prepares no new node and returns the ones it moved off only once their events are over', async () => {
+    const deps = await world({
+      systemEvents: [
+        { node: 'n-a', type: 'SystemMaintenance.Reboot', notBeforeSeconds: 7200 },
+        { node: 'n-b', type: 'SystemMaintenance.Reboot', notBeforeSeconds: 9000 },
+      ],
+    });
+    await clock.advance(30 * MIN);
+    expect((await autoscalePools(deps)).maintenance.preparing).toEqual(['n-a']);
+    await clock.advance(3 * MIN);
+    joinNew();
+    expect((await autoscalePools(deps)).maintenance.draining).toEqual(['n-a']);
+    // A person turns it off 10 min before n-a's reboot: n-a is not given back to the scheduler ahead of it…
+    deps.policy.maintenance.enabled = false;
+    await clock.advance(77 * MIN);
+    expect((await autoscalePools(deps)).maintenance.returned).toEqual([]);
+    expect(kube.cluster.nodes.get('n-a')!.unschedulable).toBe(true);
+    // …nor is n-b prepared for its own, and n-a is returned once its reboot is over.
+    await clock.advance(15 * MIN);
+    const after = await autoscalePools(deps);
+    expect(after.maintenance).toMatchObject({ preparing: [], returned: ['n-a'] });
+    expect(kube.cluster.nodes.get('n-b')!.unschedulable).toBe(false);
+  });
+
   /** Autoscale's ports with the node's cordon refused once (TransientError), as a round's only failure. */
   function cordonRefusedOnce(deps: AutoscaleDeps): void {
     const nodes = deps.nodes;
@@ -400,6 +456,40 @@ describe('spot interruption: the instance released', () => {
 });
 
 describe('a replacement while a scale-out is still under way', () => {
+  it("does not take the scale-out's node for the replacement: drains once a node beyond it has joined", async () => {
+    // The warning enters the 90-minute window one minute in, while the node grown for train-0 still boots.
+    const deps = await world(
+      { systemEvents: [{ node: 'n-a', type: 'SystemMaintenance.Reboot', notBeforeSeconds: 5460 }] },
+      6,
+    );
+    kube.cluster.addPod({
+      name: 'train-0',
+      namespace: 'ml',
+      uid: 'train-0',
+      phase: 'Pending',
+      scheduled: { status: 'False', reason: 'Unschedulable' },
+      extendedResources: { 'nvidia.com/gpu': 1 },
+      requests: { 'nvidia.com/gpu': 1, cpu: 2 },
+      createdAt: new Date(T0).toISOString(),
+    });
+    await autoscalePools(deps);
+    expect(sim.cloud.pools.get('np-t4')!.desired).toBe(3);
+    await clock.advance(1 * MIN + 1000);
+    expect((await autoscalePools(deps)).maintenance.preparing).toEqual(['n-a']);
+    expect(sim.cloud.pools.get('np-t4')!.desired).toBe(4);
+    // train-0's node joins first: it is train-0's, not n-a's replacement; serving-n-a stays where it runs.
+    await clock.advance(1 * MIN);
+    joinNew();
+    expect(kube.cluster.nodes.size).toBe(3);
+    expect((await autoscalePools(deps)).maintenance.draining).toEqual([]);
+    expect(serving()!.terminating).toBe(false);
+    // The replacement joins: now there is room for both.
+    await clock.advance(2 * MIN);
+    joinNew();
+    expect(kube.cluster.nodes.size).toBe(4);
+    expect((await autoscalePools(deps)).maintenance.draining).toEqual(['n-a']);
+  });
+
   it('follows both ACK tasks and reports each once (the replacement does not overwrite the earlier request)', async () => {
     // The warning enters the 90-minute window one minute in, while the scale-out for a pending pod still boots.
     const deps = await world(

@@ -147,7 +147,10 @@ export async function maintainPools(
   const members = nodes.filter((n) => ids.has(n.labels[NODEPOOL_LABEL] ?? ''));
   const tracked = Object.assign({}, ...managed.map((p) => book.tracked(p.id))) as Record<string, TrackedNode>;
   if (!policy.enabled && Object.keys(tracked).length === 0) return out;
-  const warnings = policy.enabled ? await warningsOf(deps, managed, members, tracked) : [];
+  // Turned off, nothing new is prepared, and the nodes it moved off are seen through: the events are still read for
+  // them, as no event read is not "no event" (a node uncordoned minutes before its reboot would lose its new pods).
+  const read = await warningsOf(deps, managed, members, tracked);
+  const warnings = policy.enabled ? read : read?.filter((w) => tracked[w.node] !== undefined);
   const mpools: MaintenancePool[] = managed.map((p) => {
     const bounds = deps.policy.pools[p.id]!;
     const busy = book.busy(p.id);
@@ -176,6 +179,7 @@ export async function maintainPools(
             ...(offer ? { gpus: advertisesGpus(n, offer) } : {}),
             unschedulable: n.unschedulable,
             ...(heldBy ? { heldBy } : {}),
+            ...(instanceIdOf(n.providerId) ? { instanceId: instanceIdOf(n.providerId)! } : {}),
           },
         ];
       }),
@@ -248,12 +252,17 @@ async function carryOut(
           (t) => (t[s.node] ? { ...t, [s.node]: { ...t[s.node]!, told: deps.clock.now() } } : t),
           [
             {
-              title: `gpu-reflex: ${s.node} is back from maintenance, kept cordoned`,
+              title: `gpu-reflex: ${s.node} ${s.ready ? 'is back from' : 'is not Ready after'} maintenance, kept cordoned`,
               text: s.why.slice(0, 1000),
               severity: 'warning',
             },
           ],
         );
+    } else if (s.kind === 'wait') {
+      deps.logger.info('autoscale-pools: a node prepared for maintenance is waited on', { node: s.node, why: s.why });
+      // When it was first seen so: a person is told if it is still not Ready BACK_READY_MS on.
+      if (s.over !== undefined)
+        await book.setTracked(s.pool, (t) => (t[s.node] ? { ...t, [s.node]: { ...t[s.node]!, over: s.over } } : t));
     } else {
       await book.setTracked(s.pool, ({ [s.node]: _, ...rest }) => rest);
       deps.logger.info('autoscale-pools: a node prepared for maintenance is forgotten', { node: s.node, why: s.why });

@@ -1,5 +1,10 @@
 import { describe, expect, it } from 'vitest';
-import { planMaintenance, type CapacityWarning, type MaintenanceFacts, type TrackedNode } from './maintenance.ts';
+import {
+  planMaintenance as planned,
+  type CapacityWarning,
+  type MaintenanceFacts,
+  type TrackedNode,
+} from './maintenance.ts';
 
 const MIN = 60_000;
 const T0 = Date.parse('2026-01-01T00:00:00.000Z');
@@ -45,6 +50,10 @@ const cordonedA = (): MaintenanceFacts['nodes'] =>
     ['n-b', { pool: 'np-a', ready: true, gpus: true }],
   ]);
 
+/** Each member on the instance its name says (`i-<node>`), unless the test gives another. */
+const planMaintenance = (f: MaintenanceFacts) =>
+  planned({ ...f, nodes: new Map([...f.nodes].map(([n, m]) => [n, { instanceId: `i-${n}`, ...m }])) });
+
 const kinds = (f: MaintenanceFacts) => planMaintenance(f).steps.map((s) => `${s.kind} ${s.node}`);
 
 describe('planMaintenance', () => {
@@ -89,7 +98,7 @@ describe('planMaintenance', () => {
     const waiting = facts({
       now: T0 + 40 * MIN,
       warnings: [reboot(d)],
-      tracked: { 'n-a': tracked(d, { before: ['n-a', 'n-b'] }) },
+      tracked: { 'n-a': tracked(d, { before: ['n-a', 'n-b'], owed: 0 }) },
       nodes: cordonedA(),
       pools: [{ id: 'np-a', desired: 3, max: 4 }],
     });
@@ -108,7 +117,7 @@ describe('planMaintenance', () => {
     const f = facts({
       now: T0 + 40 * MIN,
       warnings: [reboot(d)],
-      tracked: { 'n-a': tracked(d, { before: ['n-a', 'n-b'] }) },
+      tracked: { 'n-a': tracked(d, { before: ['n-a', 'n-b'], owed: 0 }) },
       nodes: cordonedA(),
       pools: [{ id: 'np-a', desired: 2, max: 4 }],
     });
@@ -120,7 +129,7 @@ describe('planMaintenance', () => {
 
   it('takes one new node for one node moved off: two prepared together wait for two', () => {
     const d = T0 + 120 * MIN;
-    const b = { ...tracked(d, { before: ['n-a', 'n-b'] }), eventId: 'e-n-b', instanceId: 'i-n-b' };
+    const b = { ...tracked(d, { before: ['n-a', 'n-b'], owed: 0 }), eventId: 'e-n-b', instanceId: 'i-n-b' };
     const nodes = new Map([
       ['n-a', { pool: 'np-a', ready: true, gpus: true, unschedulable: true }],
       ['n-b', { pool: 'np-a', ready: true, gpus: true, unschedulable: true }],
@@ -129,7 +138,7 @@ describe('planMaintenance', () => {
     const f = facts({
       now: T0 + 40 * MIN,
       warnings: [reboot(d), reboot(d, 'n-b')],
-      tracked: { 'n-a': tracked(d, { before: ['n-a', 'n-b'] }), 'n-b': b },
+      tracked: { 'n-a': tracked(d, { before: ['n-a', 'n-b'], owed: 0 }), 'n-b': b },
       nodes,
       pools: [{ id: 'np-a', desired: 4, max: 4 }],
     });
@@ -138,10 +147,35 @@ describe('planMaintenance', () => {
     expect(kinds(f)).toEqual(['drain n-a', 'drain n-b']);
   });
 
+  it('takes no node a scale-out was still owed when the replacement was asked for the replacement', () => {
+    const d = T0 + 120 * MIN;
+    // Asked while the pool (desired 3) still waited for a scale-out's node: desired 4, n-a and n-b its members then.
+    const asked = planMaintenance(
+      facts({ now: T0 + 30 * MIN, warnings: [reboot(d)], pools: [{ id: 'np-a', desired: 3, max: 4 }] }),
+    );
+    expect(asked.steps[0]).toMatchObject({ kind: 'prepare', tracked: { before: ['n-a', 'n-b'], owed: 1 } });
+    const nodes = new Map([...cordonedA(), ['n-c', { pool: 'np-a', ready: true, gpus: true }]]);
+    const f = facts({
+      now: T0 + 40 * MIN,
+      warnings: [reboot(d)],
+      tracked: { 'n-a': tracked(d, { before: ['n-a', 'n-b'], owed: 1 }) },
+      nodes,
+      pools: [{ id: 'np-a', desired: 4, max: 4 }],
+    });
+    expect(kinds(f)).toEqual([]);
+    nodes.set('n-d', { pool: 'np-a', ready: true, gpus: true });
+    expect(kinds(f)).toEqual(['drain n-a']);
+    // A record kept before `owed` was: whose the new nodes are is unknown; drained by its deadline.
+    expect(kinds({ ...f, tracked: { 'n-a': tracked(d, { before: ['n-a', 'n-b'] }) } })).toEqual([]);
+    expect(kinds({ ...f, now: d - 30 * MIN, tracked: { 'n-a': tracked(d, { before: ['n-a', 'n-b'] }) } })).toEqual([
+      'drain n-a',
+    ]);
+  });
+
   it("records the pool's members when it asks the replacement, none when it asks none", () => {
     const d = T0 + 120 * MIN;
     const plan = planMaintenance(facts({ now: T0 + 30 * MIN, warnings: [reboot(d)] }));
-    expect(plan.steps[0]).toMatchObject({ kind: 'prepare', tracked: { before: ['n-a', 'n-b'] } });
+    expect(plan.steps[0]).toMatchObject({ kind: 'prepare', tracked: { before: ['n-a', 'n-b'], owed: 0 } });
     const full = planMaintenance(
       facts({ now: T0 + 30 * MIN, warnings: [reboot(d)], pools: [{ id: 'np-a', desired: 2, max: 2 }] }),
     );
@@ -185,8 +219,8 @@ describe('planMaintenance', () => {
     const f = facts({ now: d + 5 * MIN, warnings: [], tracked: { 'n-a': tracked(d) } });
     expect(kinds(f)).toEqual(['return n-a']);
     const rebooting = new Map(f.nodes);
-    rebooting.set('n-a', { pool: 'np-a', ready: false });
-    expect(kinds({ ...f, nodes: rebooting })).toEqual([]);
+    rebooting.set('n-a', { pool: 'np-a', ready: false, unschedulable: true });
+    expect(kinds({ ...f, nodes: rebooting })).toEqual(['wait n-a']);
   });
 
   it('keeps a node back Ready without its GPUs cordoned and tells a person once; the same when unknown', () => {
@@ -219,6 +253,35 @@ describe('planMaintenance', () => {
     ]);
   });
 
+  it('tells a person once when a node is not Ready again 15 min after its event is over; keeps it cordoned', () => {
+    const d = T0 + 120 * MIN;
+    const down = (now: number, over: Partial<TrackedNode> = {}, m: { unschedulable?: boolean } = {}) =>
+      planMaintenance(
+        facts({
+          now,
+          warnings: [],
+          tracked: { 'n-a': tracked(d, over) },
+          nodes: new Map([...cordonedA(), ['n-a', { pool: 'np-a', ready: false, unschedulable: true, ...m }]]),
+        }),
+      ).steps;
+    // First seen over while it restarts: when is recorded, nobody is told yet.
+    expect(down(d + 5 * MIN)).toEqual([expect.objectContaining({ kind: 'wait', node: 'n-a', over: d + 5 * MIN })]);
+    expect(down(d + 19 * MIN, { over: d + 5 * MIN })).toEqual([
+      expect.not.objectContaining({ over: expect.anything() }),
+    ]);
+    // Still not Ready 15 min on: kept cordoned, a person told, once.
+    expect(down(d + 20 * MIN, { over: d + 5 * MIN })).toEqual([
+      expect.objectContaining({ kind: 'keep', tell: true, why: expect.stringMatching(/not Ready again/) }),
+    ]);
+    expect(down(d + 90 * MIN, { over: d + 5 * MIN, told: d + 20 * MIN })).toEqual([
+      expect.objectContaining({ kind: 'keep', tell: false }),
+    ]);
+    // Uncordoned by someone meanwhile: theirs now, only forgotten.
+    expect(down(d + 20 * MIN, { over: d + 5 * MIN }, { unschedulable: false })).toEqual([
+      expect.objectContaining({ kind: 'forget', node: 'n-a' }),
+    ]);
+  });
+
   it("never lifts a cordon it did not set: a person's, or one remediation holds by then", () => {
     const d = T0 + 120 * MIN;
     const theirs = facts({ now: d + 5 * MIN, warnings: [], tracked: { 'n-a': tracked(d, { ownCordon: false }) } });
@@ -241,6 +304,65 @@ describe('planMaintenance', () => {
     expect(
       kinds(facts({ now: d - 10 * MIN, warnings: undefined, tracked: { 'n-a': tracked(d) }, nodes: cordonedA() })),
     ).toEqual(['drain n-a']);
+  });
+
+  it('keeps a node prepared while its event is listed, whatever other event of it ECS lists beside it', () => {
+    const d = T0 + 120 * MIN;
+    // A second event of the same instance, a day later, listed after the one the node was prepared for.
+    const later = { ...reboot(d + 24 * 60 * MIN), type: 'SystemMaintenance.Redeploy', eventId: 'e-n-a-2' };
+    const f = facts({
+      now: d - 60 * MIN,
+      warnings: [reboot(d), later],
+      tracked: { 'n-a': tracked(d, { before: ['n-a', 'n-b'], owed: 0 }) },
+      nodes: cordonedA(),
+      pools: [{ id: 'np-a', desired: 3, max: 4 }],
+    });
+    expect(kinds(f)).toEqual([]);
+    expect(kinds({ ...f, now: d - 30 * MIN })).toEqual(['drain n-a']);
+    // Its own event over, the other one is the node's next: returned now, prepared for that one in its window.
+    expect(kinds({ ...f, now: d + 5 * MIN, warnings: [later] })).toEqual(['return n-a']);
+  });
+
+  it('drains a prepared node by another event of it listed since, when that one is due first', () => {
+    const d = T0 + 120 * MIN;
+    const sooner = { ...reboot(d - 60 * MIN), type: 'SystemFailure.Redeploy', eventId: 'e-n-a-2' };
+    const f = facts({
+      now: d - 90 * MIN,
+      warnings: [reboot(d), sooner],
+      tracked: { 'n-a': tracked(d, { before: ['n-a', 'n-b'], owed: 0 }) },
+      nodes: cordonedA(),
+      pools: [{ id: 'np-a', desired: 3, max: 4 }],
+    });
+    expect(planMaintenance(f).steps).toEqual([
+      expect.objectContaining({ kind: 'drain', why: expect.stringMatching(/SystemFailure.Redeploy at 01:00/) }),
+    ]);
+    expect(kinds({ ...f, now: d - 91 * MIN })).toEqual([]);
+  });
+
+  it('prepares a node with two events for the first of them', () => {
+    const d = T0 + 120 * MIN;
+    const later = { ...reboot(d + 24 * 60 * MIN), type: 'SystemMaintenance.Redeploy', eventId: 'e-n-a-2' };
+    const plan = planMaintenance(facts({ now: T0 + 30 * MIN, warnings: [reboot(d), later] }));
+    expect(plan.steps).toEqual([
+      expect.objectContaining({ kind: 'prepare', node: 'n-a', tracked: expect.objectContaining({ eventId: 'e-n-a' }) }),
+    ]);
+  });
+
+  it('forgets a tracked node whose name is on another instance now (ACK names nodes by IP): never cordons that one', () => {
+    // A reclaimed spot node's IP taken by the pool's next instance, on a round the events cannot be read.
+    const spot = tracked(T0, { kind: 'preemption', type: 'Recycling', eventId: 'spot:i-n-a' });
+    const nodes = new Map<string, { pool: string; ready: boolean; gpus: boolean; instanceId?: string }>([
+      ['n-a', { pool: 'np-a', ready: true, gpus: true, instanceId: 'i-new' }],
+      ['n-b', { pool: 'np-a', ready: true, gpus: true, instanceId: 'i-n-b' }],
+    ]);
+    const f = facts({ now: T0 + 10 * MIN, warnings: undefined, tracked: { 'n-a': spot }, nodes });
+    expect(kinds(f)).toEqual(['forget n-a']);
+    // Its instance unread: not known to be the node prepared, left as it is.
+    nodes.set('n-a', { pool: 'np-a', ready: true, gpus: true });
+    expect(planned(f).steps.map((s) => `${s.kind} ${s.node}`)).toEqual(['wait n-a']);
+    // The same instance: the node prepared.
+    nodes.set('n-a', { pool: 'np-a', ready: true, gpus: true, instanceId: 'i-n-a' });
+    expect(kinds(f)).toEqual(['cordon n-a', 'drain n-a']);
   });
 
   it('forgets a tracked node that left the cluster', () => {

@@ -10,7 +10,8 @@
  *      is asked of the pool: capacity first; a node of ours found schedulable later is cordoned again;
  *   2. drain: once its replacement has joined, by identity: a node of the pool that was not one of its members when
  *      the replacement was asked (TrackedNode.before), Ready with its GPUs (it can carry the node's GPU pods: a node
- *      whose driver or device plugin is down cannot), one such node per node moved off; a count of Ready members
+ *      whose driver or device plugin is down cannot), one such node per node moved off, beyond those the pool still
+ *      owed when it was asked (a scale-out's nodes still booting: TrackedNode.owed); a count of Ready members
  *      is not that (a size lowered in the ACK console meanwhile, a member back from NotReady meet it with no new
  *      node). Or `drainBeforeMinutes` before the deadline at the latest (a spot notice: at once, a new node takes
  *      minutes). Its pods are evicted through the Eviction API (disruption budgets respected; a blocked one is tried
@@ -18,9 +19,13 @@
  *   3. return: once the event is no longer listed (executed, canceled) and the node is Ready again with its type's
  *      GPUs, it is uncordoned and forgotten; the extra node idles and scale-in gives it back. Ready without them (the
  *      driver or device plugin not up after the reboot or redeploy), or with its pool's GPUs unknown (its type
- *      unread), it stays cordoned and a person is told once; it returns once they show.
+ *      unread), it stays cordoned and a person is told once; it returns once they show. Not Ready again
+ *      BACK_READY_MS after its event was first seen over, the same: kept cordoned, a person told once.
  * An event that cannot be read (the call failed) is unknown: nothing is returned on it, and nodes already being
- * prepared keep their stored deadline.
+ * prepared keep their stored deadline. An instance with several events listed is prepared for the first of them,
+ * is over only when the one it was prepared for is no longer listed (by its id), and is drained by whichever of its
+ * listed events is due first. A node is the one prepared by its instance, not its name (ACK names nodes by private
+ * IP, which a new instance may take): a node of that name on another instance is not acted on, only forgotten.
  */
 
 export type WarningKind = 'maintenance' | 'preemption';
@@ -56,7 +61,16 @@ export interface TrackedNode {
    * written before it was kept: no node is known to be its replacement, so it is drained by its deadline.
    */
   before?: string[];
-  /** When a person was told it is back Ready without its GPUs, or with them unknown (ms): told once. */
+  /**
+   * Nodes the pool still owed when its replacement was asked (its desired size above its members then: a scale-out's
+   * nodes still booting): the first that new come for those, its own is the one beyond. ACK tells no node's request,
+   * so this is the count of new nodes, each known new by name. Absent on a record written before it was kept: no node
+   * is known to be its replacement, so it is drained by its deadline.
+   */
+  owed?: number;
+  /** When its event was first seen over (no longer listed) while it was not Ready (ms): how long it has been down. */
+  over?: number;
+  /** When a person was told it is back Ready without its GPUs, with them unknown, or not Ready again (ms): once. */
   told?: number;
 }
 
@@ -85,11 +99,12 @@ export interface MaintenanceFacts {
   /**
    * Members of managed pools: node → its pool, whether Ready, whether it advertises its pool's GPUs (arrivals.ts
    * `advertisesGpus`; undefined when the pool's GPUs cannot be known: its type unread), whether cordoned, and who
-   * else holds it (remediation's state label or taint), if anyone.
+   * else holds it (remediation's state label or taint), if anyone, and its ECS instance (from its providerID;
+   * undefined when that cannot be read).
    */
   nodes: ReadonlyMap<
     string,
-    { pool: string; ready: boolean; gpus?: boolean; unschedulable?: boolean; heldBy?: string }
+    { pool: string; ready: boolean; gpus?: boolean; unschedulable?: boolean; heldBy?: string; instanceId?: string }
   >;
   pools: readonly MaintenancePool[];
 }
@@ -99,8 +114,13 @@ export type MaintenanceStep =
   | { kind: 'cordon'; node: string; pool: string; why: string }
   | { kind: 'drain'; node: string; pool: string; why: string }
   | { kind: 'return'; node: string; pool: string; why: string }
-  /** Its event is over, yet it is kept cordoned (no GPUs, or unknown): `tell` a person, once. */
-  | { kind: 'keep'; node: string; pool: string; why: string; tell: boolean }
+  /** Its event is over, yet it is kept cordoned (no GPUs, unknown, not Ready again): `tell` a person, once. */
+  | { kind: 'keep'; node: string; pool: string; why: string; tell: boolean; ready: boolean }
+  /**
+   * Nothing done this round: its event is over and it restarts (not Ready yet; `over` is recorded when first seen
+   * so), or its instance cannot be read (not known to be the node prepared).
+   */
+  | { kind: 'wait'; node: string; pool: string; why: string; over?: number }
   | { kind: 'forget'; node: string; pool: string; why: string };
 
 export interface MaintenancePlan {
@@ -112,6 +132,12 @@ export interface MaintenancePlan {
 }
 
 const MIN = 60_000;
+/**
+ * How long a node whose event is over may stay not Ready before a person is told: cluster-autoscaler's
+ * `MaxNodeStartupTime` (cluster-autoscaler/clusterstate/clusterstate.go, 15 min, as arrivals.ts MAX_NODE_STARTUP_MS),
+ * the time it gives a node from registering to Ready. A reboot or redeploy gives its kubelet as long.
+ */
+export const BACK_READY_MS = 15 * MIN;
 const clock = (ms: number) => new Date(ms).toISOString().slice(11, 16);
 
 export function planMaintenance(f: MaintenanceFacts): MaintenancePlan {
@@ -119,7 +145,11 @@ export function planMaintenance(f: MaintenanceFacts): MaintenancePlan {
   const drainAt = (t: TrackedNode) =>
     t.kind === 'preemption' ? t.since : t.deadline - f.policy.drainBeforeMinutes * MIN;
   const poolOf = new Map(f.pools.map((p) => [p.id, p]));
-  const warned = new Map((f.warnings ?? []).map((w) => [w.node, w]));
+  // An instance may have several events listed at once (a reboot, and a redeploy after it): its node is prepared for
+  // the first of them, and stays prepared as long as the one it was prepared for is listed.
+  const warned = new Map<string, CapacityWarning>();
+  for (const w of [...(f.warnings ?? [])].sort((a, b) => a.deadline - b.deadline))
+    if (!warned.has(w.node)) warned.set(w.node, w);
   const membersOf = (pool: string) => [...f.nodes].filter(([, m]) => m.pool === pool).map(([n]) => n);
   // 1. New warnings, once inside the preparing window.
   for (const w of warned.values()) {
@@ -142,7 +172,9 @@ export function planMaintenance(f: MaintenanceFacts): MaintenancePlan {
       since: f.now,
       replacement: refusal === undefined,
       ownCordon: member.unschedulable !== true,
-      ...(refusal === undefined ? { before: membersOf(pool.id) } : {}),
+      ...(refusal === undefined
+        ? { before: membersOf(pool.id), owed: Math.max(0, pool.desired - membersOf(pool.id).length) }
+        : {}),
     };
     plan.steps.push({ kind: 'prepare', node: w.node, pool: pool.id, tracked, why: wordsOf(w) });
     // A spot notice leaves no time to wait for a node; an event first seen late is drained at once too.
@@ -158,8 +190,28 @@ export function planMaintenance(f: MaintenanceFacts): MaintenancePlan {
       plan.steps.push({ kind: 'forget', node, pool: poolId, why: `${node} left the cluster` });
       continue;
     }
-    const still = warned.get(node);
-    if (f.warnings !== undefined && (!still || still.eventId !== t.eventId)) {
+    // ACK names a node by its private IP, which a new instance may take once the prepared one is gone (a spot
+    // instance reclaimed): a node of that name on another instance is not the one prepared, nor is it ours to cordon.
+    if (member.instanceId !== t.instanceId) {
+      plan.steps.push(
+        member.instanceId === undefined
+          ? {
+              kind: 'wait',
+              node,
+              pool: poolId,
+              why: `${node}'s instance cannot be read from its providerID: not known to be ${t.instanceId}, left as it is`,
+            }
+          : {
+              kind: 'forget',
+              node,
+              pool: poolId,
+              why: `${node} is instance ${member.instanceId} now: ${t.instanceId}, prepared for ${t.type}, left`,
+            },
+      );
+      continue;
+    }
+    const still = f.warnings?.some((w) => w.node === node && w.eventId === t.eventId);
+    if (f.warnings !== undefined && !still) {
       // Someone else's cordon (a person's, remediation's) stays: the node is only forgotten.
       if (!t.ownCordon || member.heldBy)
         plan.steps.push({
@@ -175,7 +227,7 @@ export function planMaintenance(f: MaintenanceFacts): MaintenancePlan {
           pool: poolId,
           why: `${t.type} on ${node} is over and it is Ready with its GPUs`,
         });
-      else if (member.ready && member.unschedulable !== true)
+      else if (member.unschedulable !== true)
         plan.steps.push({
           kind: 'forget',
           node,
@@ -190,12 +242,34 @@ export function planMaintenance(f: MaintenanceFacts): MaintenancePlan {
           node,
           pool: poolId,
           tell: t.told === undefined,
+          ready: true,
           why:
             member.gpus === false
               ? `${t.type} on ${node} is over and it is Ready, but advertises none of its type's GPUs (the NVIDIA ` +
                 'driver or the device plugin did not come up): kept cordoned until they show'
               : `${t.type} on ${node} is over and it is Ready, but whether it has its GPUs is unknown (its node ` +
                 "pool's instance type cannot be read): kept cordoned until that is known",
+        });
+      else if (f.now - (t.over ?? f.now) < BACK_READY_MS)
+        plan.steps.push({
+          kind: 'wait',
+          node,
+          pool: poolId,
+          why: `${t.type} on ${node} is over; not Ready yet (restarting)`,
+          ...(t.over === undefined ? { over: f.now } : {}),
+        });
+      else
+        // Not back: no capacity, and nobody to notice (it is cordoned, its pods moved off). Kept cordoned, a person
+        // told; it returns once it is Ready with its GPUs.
+        plan.steps.push({
+          kind: 'keep',
+          node,
+          pool: poolId,
+          tell: t.told === undefined,
+          ready: false,
+          why:
+            `${t.type} on ${node} is over, and it is not Ready again ${Math.floor((f.now - t.over!) / MIN)} min ` +
+            'after (the instance did not come back up, or its kubelet cannot reach the API server): kept cordoned',
         });
       continue;
     }
@@ -210,14 +284,18 @@ export function planMaintenance(f: MaintenanceFacts): MaintenancePlan {
         why: `${t.type} on ${node}: recorded as ours, not cordoned`,
       });
     const capacityReady = replaced.has(node);
-    if (f.now >= drainAt(t) || capacityReady)
+    // Another event of it due earlier than its own (listed since it was prepared) is drained for too.
+    const first = warned.get(node);
+    const due = first && first.kind === t.kind && first.deadline < t.deadline ? first : t;
+    const by = drainAt({ ...t, deadline: due.deadline });
+    if (f.now >= by || capacityReady)
       plan.steps.push({
         kind: 'drain',
         node,
         pool: poolId,
         why:
-          f.now >= drainAt(t)
-            ? `${t.type} at ${clock(t.deadline)}: drained by ${clock(drainAt(t))} at the latest`
+          f.now >= by
+            ? `${due.type} at ${clock(due.deadline)}: drained by ${clock(by)} at the latest`
             : `${t.type} at ${clock(t.deadline)}: ${replaced.get(node)}, new since its replacement was asked, ` +
               'is Ready with its GPUs',
       });
@@ -228,13 +306,15 @@ export function planMaintenance(f: MaintenanceFacts): MaintenancePlan {
 /**
  * Tracked nodes whose replacement has joined → the new node that stands in for each: a member not in the pool when
  * the replacement was asked (`before`), Ready with its GPUs, not itself being moved off, each taken for one node
- * only. The latest asked go first: their new nodes are the fewest (an earlier one's may have joined by then).
+ * only, and more of them than the pool owed then (`owed`: a scale-out's nodes still on their way are its pods',
+ * whichever joins first). The latest asked go first: their new nodes are the fewest (an earlier one's may have
+ * joined by then).
  */
 function replacementsJoined(f: MaintenanceFacts): Map<string, string> {
   const out = new Map<string, string>();
   const taken = new Set<string>();
   const waiting = Object.entries(f.tracked)
-    .filter(([node, t]) => t.replacement && t.before && f.nodes.has(node))
+    .filter(([node, t]) => t.replacement && t.before && t.owed !== undefined && f.nodes.has(node))
     .sort(([, a], [, b]) => b.since - a.since);
   for (const [node, t] of waiting) {
     const pool = f.nodes.get(node)!.pool;
@@ -244,7 +324,7 @@ function replacementsJoined(f: MaintenanceFacts): Map<string, string> {
       .map(([n]) => n)
       .filter((n) => !taken.has(n) && !f.tracked[n])
       .sort();
-    if (fresh[0] === undefined) continue;
+    if (fresh.length <= t.owed! || fresh[0] === undefined) continue;
     taken.add(fresh[0]);
     out.set(node, fresh[0]);
   }
