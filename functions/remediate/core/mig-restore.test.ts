@@ -218,6 +218,26 @@ describe('stepMigRestore says why it waits', () => {
     const failed = stepMigRestore(incident(), facts(MIG_LABELS, stamped(1, 1, seven)), [], new Date(at(2 + t)), P);
     expect(failed).toMatchObject({ kind: 'failed', why: expect.stringContaining('over 10 min ago (is the agent') });
   });
+
+  it('takes an inventory the agent confirmed after the reset as read after it, though unchanged since before', () => {
+    // A GPU already empty before its reset (an earlier reset emptied it, or a person destroyed its instances) reads
+    // the same after it: the agent writes nothing new, only confirms. By `at` alone the restore waited out
+    // repair.answerTimeoutMinutes and failed, climbing to a node reboot, where mig-manager's restart was all it took.
+    expect(stepMigRestore(incident(), facts(MIG_LABELS, stamped(1, 3, [])), [MANAGER], new Date(at(5)), P).kind).toBe(
+      'restart',
+    );
+    expect(
+      stepMigRestore(incident(), facts(MIG_LABELS, stamped(1, 3, [])), [MANAGER], new Date(at(2 + t)), P).kind,
+    ).toBe('restart');
+    // Its instances read after the reset as before: nothing to wait for.
+    expect(stepMigRestore(incident(), facts(MIG_LABELS, stamped(1, 3, seven)), [], new Date(at(5)), P).kind).toBe(
+      'ready',
+    );
+    // Confirmed before the reset only: still waited for.
+    expect(stepMigRestore(incident(), facts(MIG_LABELS, stamped(1, 1, seven)), [], new Date(at(5)), P).kind).toBe(
+      'wait',
+    );
+  });
 });
 
 describe('stepMigRestore with an inventory it cannot read', () => {

@@ -41,8 +41,8 @@ export function migManagerPods(pods: readonly PodFacts[], policy: Pick<Policy, '
 /**
  * After the passed probe of a reset GPU (`i.resetAt` set): may it return, or must its MIG instances
  * come back first? A GPU the agent does not list (not in MIG mode), or a node whose agent writes no
- * inventory, has nothing of MIG to wait for. An inventory older than the reset, or one that cannot be read, is
- * waited for, saying why; no newer one
+ * inventory, has nothing of MIG to wait for. An inventory the agent last read before the reset (its `checked`,
+ * or `at` from an agent older than that stamp), or one that cannot be read, is waited for, saying why; no newer one
  * within `repair.answerTimeoutMinutes`, or instances that do not return within that long after the restart, or
  * mig-manager reporting `failed`, is a failed repair (the ladder climbs: a reboot starts mig-manager afresh as well).
  * A wait while the agent stopped confirming its inventory (events/mig-inventory.ts migInventoryStale) says so: an
@@ -84,7 +84,10 @@ export function stepMigRestore(
   }
   if (!i.migRestartedAt) {
     if (!inventory || !entry || i.resetAt === undefined) return { kind: 'ready', incident: i };
-    if (cmp(inventory.at, i.resetAt) < 0) {
+    // When the agent last read the GPUs: `checked`, or `at` from an agent older than that stamp. An inventory the
+    // agent confirmed after the reset is the GPU after it, though unchanged since before (where `at` alone waited out
+    // the timeout and climbed to a reboot).
+    if (cmp(inventory.checked ?? inventory.at, i.resetAt) < 0) {
       if (!late(i.resetAt))
         return waiting(
           `the node agent's MIG inventory was last written at ${inventory.at}, before the reset of ${i.gpu} at ` +
