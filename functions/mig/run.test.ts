@@ -555,9 +555,35 @@ describe('rebalance-mig', () => {
     );
   });
 
+  it('tells a person when a GPU of a layout it applied was emptied and no remediation holds the node', async () => {
+    // A person destroyed GPU 2's instances (nvidia-smi mig -dci -dgi), or reset it by hand: no remediation works on
+    // the node (its state label healthy), so nobody has mig-manager apply the config again, and an empty MIG GPU
+    // offers nothing (the device plugin lists no device of it). Not "remediation's to restore": drift, told.
+    seed('h100-0', [0, 0, 0, 0]);
+    const config = 'gpu-reflex-h100-0-0badc0de';
+    await kube.migParted.update(() => withPartedEntry(undefined, config, [SEVEN, SEVEN, SEVEN, SEVEN], new Set()));
+    kube.cluster.nodes.get('h100-0')!.labels[MIG_CONFIG_LABEL] = config;
+    kube.cluster.nodes.get('h100-0')!.labels[STATE_LABEL] = 'healthy';
+    agentShows('h100-0', 2, []);
+    await rebalanceMig(deps);
+    expect(notifier.notices).toEqual([
+      expect.objectContaining({
+        title: 'gpu-reflex: the MIG layout on h100-0 is not the one gpu-reflex applied',
+        text: expect.stringContaining(`GPU 2 (${GPU(2)}) holds no MIG instance, not 7×1g.10gb`),
+      }),
+    ]);
+    // While a remediation works on the node (it reset the GPU and has mig-manager restore it): its to tell.
+    kube.cluster.nodes.get('h100-0')!.labels[STATE_LABEL] = 'quarantined';
+    delete kube.cluster.nodes.get('h100-0')!.annotations['gpu-reflex.io/mig-drift'];
+    notifier.notices.length = 0;
+    clock.advance(60_000);
+    await rebalanceMig(deps);
+    expect(notifier.notices).toEqual([]);
+  });
+
   it('tells a person when a GPU of a layout it applied has a MIG mode NVML no longer answers', async () => {
-    // The agent lists such a GPU with no instance and says why (migModeUnknown): an empty GPU is skipped (a reset
-    // emptied it, remediation restores it), but one whose mode is unknown may hold anything: drift to be told.
+    // The agent lists such a GPU with no instance and says why (migModeUnknown): it may hold anything, drift to be
+    // told with NVML's answer.
     seed('h100-0', [0, 0, 0, 0]);
     const config = 'gpu-reflex-h100-0-0badc0de';
     await kube.migParted.update(() => withPartedEntry(undefined, config, [SEVEN, SEVEN, SEVEN, SEVEN], new Set()));
