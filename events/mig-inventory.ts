@@ -4,16 +4,33 @@
  * Kubernetes API says how many instances of a profile a node has, never which GPU holds which pod;
  * the MIG planner needs exactly that to relay only GPUs nothing runs on (functions/mig/supply.ts).
  * The agent writes it (a JSON merge patch of that key) whenever it changes; `at` is when it last did.
+ *
+ * `checked` is when the agent last read it through NVML and found it so: an unchanged inventory is re-confirmed at
+ * least every MIG_INVENTORY_RECONFIRM_MS, and the functions read one confirmed longer than MIG_INVENTORY_STALE_MS ago
+ * as unknown (migInventoryStale). `at` alone cannot tell an agent that died (its DaemonSet pod gone, NVML wedged) from
+ * GPUs that did not change: the last inventory stays on the Node either way. An inventory without `checked` (an agent
+ * from before it; functions are upgraded first, docs/upgrade.md) is read as before, and said so (docs/mig.md).
  */
 import * as z from 'zod';
 import { count, GpuUuid, MigProfile, Timestamp } from './common.ts';
 
 export const MIG_INVENTORY_ANNOTATION = 'gpu-reflex.io/mig-inventory';
+/**
+ * How often the agent re-confirms an unchanged inventory. Its actuator reads NVML every GPU_ACTIONS_INTERVAL_MS (5 s
+ * by default), but each write changes the Node's resourceVersion and fails a function's update made from an earlier
+ * read (a 409, retried): a fixed, slower confirmation the functions can count on without knowing the agent's config,
+ * as the allocatable-devices annotation does (events/gpu-devices.ts GPU_DEVICES_RECONFIRM_MS).
+ */
+export const MIG_INVENTORY_RECONFIRM_MS = 2 * 60_000;
+/** A confirmation older than this is no evidence: five re-confirmations missed (a slow tick or API hiccup is not). */
+export const MIG_INVENTORY_STALE_MS = 5 * MIG_INVENTORY_RECONFIRM_MS;
 
 export const MigInventorySchema = z
   .object({
     v: z.literal(1),
     at: Timestamp,
+    /** When the agent last read the GPUs and found them so (absent: an agent from before it wrote none). */
+    checked: Timestamp.optional(),
     gpus: z
       .array(
         z
@@ -109,3 +126,21 @@ export function readMigInventory(annotations: Readonly<Record<string, string>>):
           `(${parsed.error.issues[0]?.path.join('.') ?? ''}: ${parsed.error.issues[0]?.message ?? 'invalid'})`,
       };
 }
+
+/**
+ * Why the inventory cannot be taken as the GPUs now, or undefined when it can: its agent last confirmed it over
+ * MIG_INVENTORY_STALE_MS before `now` (dead, or no longer reading NVML). One without `checked` cannot be dated and is
+ * not called stale here: `unconfirmed` says so, for the reader to say.
+ */
+export function migInventoryStale(inv: Pick<MigInventory, 'checked'>, now: Date): string | undefined {
+  if (inv.checked === undefined || now.getTime() - Date.parse(inv.checked) <= MIG_INVENTORY_STALE_MS) return undefined;
+  return (
+    `the node agent last confirmed its MIG inventory at ${inv.checked}, over ${MIG_INVENTORY_STALE_MS / 60_000} min ` +
+    `ago (is the agent running?): what the GPUs hold now is unknown`
+  );
+}
+
+/** Said of an inventory an agent from before `checked` wrote: read as current, though nothing dates it. */
+export const MIG_INVENTORY_UNCONFIRMED =
+  'its MIG inventory carries no confirmation time (written by a node agent older than the `checked` stamp): ' +
+  'read as current, though whether that agent still runs is unknown; upgrade the agent';

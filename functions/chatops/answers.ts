@@ -100,7 +100,8 @@ export async function quotaAnswer(
 export async function migAnswer(ports: CommandPorts, mig: MigRebalanceConfig, c: Named<'mig'>): Promise<string> {
   if (c.sub === 'apply') return migApply(ports, mig);
   const [nodes, pods] = await Promise.all([ports.kube.nodes.list(), ports.kube.pods.list()]);
-  const fleet = readMigFleet(nodes, pods);
+  // Judged fresh against now, as rebalance-mig does: an agent that stopped confirming its inventory is unknown.
+  const fleet = readMigFleet(nodes, pods, undefined, undefined, undefined, new Date(ports.clock.now()));
   // As rebalance-mig would plan: with its preemption policy.
   return migPlanTable(
     planMig(fleet.nodes, fleet.pending, mig.preemption ? { preemption: mig.preemption } : {}),

@@ -3,7 +3,7 @@
  * is told once when the GPUs no longer hold it, or mig-manager failed on it, and once when it holds again. What was
  * told is kept on the node (gpu-reflex.io/mig-drift), written in the patch that tells it (the outbox).
  */
-import { readMigInventory } from '../../events/index.ts';
+import { migInventoryStale, readMigInventory } from '../../events/index.ts';
 import type { NodeInfo } from '../adapters/kube/model.ts';
 import { STATE_LABEL } from '../lib/node-state.ts';
 import { readOutbox } from '../lib/outbox.ts';
@@ -43,6 +43,16 @@ export async function checkAppliedLayouts(
           node: n.name,
           note:
             `${config} cannot be checked against the GPUs: ` + (problem ?? 'the node agent has no MIG inventory there'),
+        });
+        continue;
+      }
+      // Its agent stopped confirming it (dead, or not reading NVML): the GPUs' layout now is unknown, so it is neither
+      // drift nor "holds again"; what was told stays as it was.
+      const stale = migInventoryStale(inv, new Date(deps.clock.now()));
+      if (stale) {
+        deps.logger.info('rebalance-mig', {
+          node: n.name,
+          note: `${config} cannot be checked against the GPUs: ${stale}`,
         });
         continue;
       }

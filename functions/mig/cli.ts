@@ -231,7 +231,10 @@ export const createMigPlanCommand = (readFleet: MigFleetReader): Command => ({
       const { kubePorts, loadKubeConfig } = await import('../adapters/kube/client.ts');
       // Reads only: nodes and pods (every namespace), page by page.
       const ports = kubePorts(loadKubeConfig({ kubeconfigPath: values.kubeconfig! }), { namespace: 'gpu-reflex' });
-      fleet = readMigFleet(await ports.nodes.list(), await ports.pods.list());
+      // A live cluster's inventories are judged fresh against now (a fleet file's, written once, are not).
+      const { currentClock } = await import('../adapters/clock.ts');
+      const now = new Date(currentClock().now());
+      fleet = readMigFleet(await ports.nodes.list(), await ports.pods.list(), undefined, undefined, undefined, now);
     }
     const plan = planMig(fleet.nodes, fleet.pending, preemption ? { preemption } : {});
     if (values.json) io.out(JSON.stringify({ ...plan, notes: fleet.notes }, null, 2));

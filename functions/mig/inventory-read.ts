@@ -1,4 +1,4 @@
-import { readMigInventory } from '../../events/index.ts';
+import { MIG_INVENTORY_UNCONFIRMED, migInventoryStale, readMigInventory } from '../../events/index.ts';
 import type { NodeInfo, PodInfo } from '../adapters/kube/model.ts';
 import { MIG_MODELS, migResourceName, type MigModel } from '../lib/mig-profiles.ts';
 import type { MigGpu, MigHolder } from './core/planner.ts';
@@ -37,6 +37,7 @@ export function agentInventory(
   model: MigModel,
   running: readonly PodInfo[],
   notes: string[],
+  now?: Date,
 ): { gpus: MigGpu[]; shared: ReadonlySet<number> } | undefined {
   const { inventory, problem } = readMigInventory(n.annotations);
   if (problem) notes.push(`${n.name}: ${problem}: read as unknown`);
@@ -48,6 +49,18 @@ export function agentInventory(
     // Which instances processes run in is unknown (NVML did not list them): every one is in use, whatever it says.
     instances: g.instances.map((i) => ({ profile: i.profile, inUse: g.inUseUnknown !== undefined || i.inUse })),
   }));
+  // Its agent stopped confirming it (events/mig-inventory.ts checked): the layout and what runs in it are unknown now,
+  // and a relayout there could never be confirmed (core/relayout-evidence.ts) — it would end failed, the node cordoned
+  // and its pods preempted for nothing. Counted as the supply it last was, never relaid (as a node with no inventory).
+  const stale = now && migInventoryStale(inventory, now);
+  if (stale) {
+    for (const g of gpus) g.locked = stale;
+    notes.push(`${n.name}: ${stale}: none of its GPUs will be relaid until the agent confirms it again`);
+    return { gpus, shared: new Set() };
+  }
+  // An older agent's (no `checked`): planned on as before, since functions are upgraded before agents and locking
+  // every MIG node until the DaemonSet has rolled would stop all relayouts; said on every round, never trusted quietly.
+  if (now && inventory.checked === undefined) notes.push(`${n.name}: ${MIG_INVENTORY_UNCONFIRMED}`);
   // The GPUs whose instances in use are known: only they say which GPU a pod is on.
   const known = inventory.gpus.filter((g) => g.inUseUnknown === undefined);
   // Where the agent names the pod in every instance in use, the GPU's holders are known exactly.

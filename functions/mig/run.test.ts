@@ -3,6 +3,7 @@ import { beforeEach, describe, expect, it } from 'vitest';
 import {
   readMigInventory,
   MIG_INVENTORY_ANNOTATION,
+  MIG_INVENTORY_STALE_MS,
   MIG_LAYOUT_CHANGE,
   type MigInventory,
   type MigLayoutChangeDetail,
@@ -13,7 +14,7 @@ import { RecordingNotifier } from '../adapters/chat/notifier.ts';
 import { manualClock, type ManualClock } from '../adapters/clock.ts';
 import { fakeKube, type FakeKube } from '../adapters/kube/fake.ts';
 import type { PodInfo } from '../adapters/kube/model.ts';
-import { silentLogger } from '../adapters/logger.ts';
+import { createLogger, silentLogger } from '../adapters/logger.ts';
 import { MIG_CONFIG_LABEL, MIG_CONFIG_STATE_LABEL, MIG_REBALANCE_ANNOTATION, readMigRecord } from './core/rebalance.ts';
 import { PreemptionPolicySchema } from './core/policy.ts';
 import { decideHeldPlan, type CommandPorts } from '../chatops/actions.ts';
@@ -533,9 +534,56 @@ describe('rebalance-mig', () => {
     expect(notifier.notices).toHaveLength(3);
   });
 
+  it('never calls a layout it applied checked when the agent stopped confirming its inventory: it says why', async () => {
+    seed('h100-0', [0, 0, 0, 0]);
+    const config = 'gpu-reflex-h100-0-0badc0de';
+    await kube.migParted.update(() => withPartedEntry(undefined, config, [SEVEN, SEVEN, SEVEN, SEVEN], new Set()));
+    kube.cluster.nodes.get('h100-0')!.labels[MIG_CONFIG_LABEL] = config;
+    const stored = kube.cluster.nodes.get('h100-0')!;
+    const inv = readMigInventory(stored.annotations).inventory!;
+    stored.annotations[MIG_INVENTORY_ANNOTATION] = JSON.stringify({ ...inv, checked: new Date(T0).toISOString() });
+    const lines: Record<string, unknown>[] = [];
+    deps.logger = createLogger({ service: 'test', sink: (l) => lines.push(l) });
+    clock.advance(MIG_INVENTORY_STALE_MS + 60_000);
+    await rebalanceMig(deps);
+    expect(notifier.notices).toEqual([]);
+    expect(lines).toContainEqual(
+      expect.objectContaining({
+        node: 'h100-0',
+        note: expect.stringMatching(/cannot be checked against the GPUs: the node agent last confirmed its MIG inv/),
+      }),
+    );
+  });
+
+  it('tells a person when a GPU of a layout it applied was emptied and no remediation holds the node', async () => {
+    // A person destroyed GPU 2's instances (nvidia-smi mig -dci -dgi), or reset it by hand: no remediation works on
+    // the node (its state label healthy), so nobody has mig-manager apply the config again, and an empty MIG GPU
+    // offers nothing (the device plugin lists no device of it). Not "remediation's to restore": drift, told.
+    seed('h100-0', [0, 0, 0, 0]);
+    const config = 'gpu-reflex-h100-0-0badc0de';
+    await kube.migParted.update(() => withPartedEntry(undefined, config, [SEVEN, SEVEN, SEVEN, SEVEN], new Set()));
+    kube.cluster.nodes.get('h100-0')!.labels[MIG_CONFIG_LABEL] = config;
+    kube.cluster.nodes.get('h100-0')!.labels[STATE_LABEL] = 'healthy';
+    agentShows('h100-0', 2, []);
+    await rebalanceMig(deps);
+    expect(notifier.notices).toEqual([
+      expect.objectContaining({
+        title: 'gpu-reflex: the MIG layout on h100-0 is not the one gpu-reflex applied',
+        text: expect.stringContaining(`GPU 2 (${GPU(2)}) holds no MIG instance, not 7×1g.10gb`),
+      }),
+    ]);
+    // While a remediation works on the node (it reset the GPU and has mig-manager restore it): its to tell.
+    kube.cluster.nodes.get('h100-0')!.labels[STATE_LABEL] = 'quarantined';
+    delete kube.cluster.nodes.get('h100-0')!.annotations['gpu-reflex.io/mig-drift'];
+    notifier.notices.length = 0;
+    clock.advance(60_000);
+    await rebalanceMig(deps);
+    expect(notifier.notices).toEqual([]);
+  });
+
   it('tells a person when a GPU of a layout it applied has a MIG mode NVML no longer answers', async () => {
-    // The agent lists such a GPU with no instance and says why (migModeUnknown): an empty GPU is skipped (a reset
-    // emptied it, remediation restores it), but one whose mode is unknown may hold anything: drift to be told.
+    // The agent lists such a GPU with no instance and says why (migModeUnknown): it may hold anything, drift to be
+    // told with NVML's answer.
     seed('h100-0', [0, 0, 0, 0]);
     const config = 'gpu-reflex-h100-0-0badc0de';
     await kube.migParted.update(() => withPartedEntry(undefined, config, [SEVEN, SEVEN, SEVEN, SEVEN], new Set()));
@@ -562,6 +610,20 @@ describe('rebalance-mig', () => {
     delete kube.cluster.nodes.get('h100-0')!.annotations[MIG_INVENTORY_ANNOTATION];
     kube.cluster.nodes.get('h100-0')!.capacity = { 'nvidia.com/mig-1g.10gb': '28' };
     waiting(2);
+    expect((await rebalanceMig(deps)).steps).toEqual({});
+    expect(kube.cluster.callsTo('configFile.update')).toEqual([]);
+    expect((await kube.nodes.get('h100-0')).unschedulable).toBe(false);
+  });
+
+  it('relays no GPU of a node whose agent stopped confirming its inventory: what the GPUs hold now is unknown', async () => {
+    // The agent confirmed its inventory at T0 and then died (its DaemonSet pod gone): the annotation stays, two idle
+    // GPUs in it. A relayout there would cordon the node, wipe GPUs nobody reads, and could never be confirmed.
+    seed('h100-0', [7, 3, 0, 0]);
+    const stored = kube.cluster.nodes.get('h100-0')!;
+    const inv = readMigInventory(stored.annotations).inventory!;
+    stored.annotations[MIG_INVENTORY_ANNOTATION] = JSON.stringify({ ...inv, checked: new Date(T0).toISOString() });
+    waiting(2);
+    clock.advance(MIG_INVENTORY_STALE_MS + 60_000);
     expect((await rebalanceMig(deps)).steps).toEqual({});
     expect(kube.cluster.callsTo('configFile.update')).toEqual([]);
     expect((await kube.nodes.get('h100-0')).unschedulable).toBe(false);

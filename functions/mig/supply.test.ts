@@ -289,6 +289,56 @@ describe('readMigFleet', () => {
     expect(broken.nodes[0]!.gpus.every((g) => g.locked)).toBe(true);
   });
 
+  it('never relays the GPUs of a node whose agent stopped confirming its inventory, and says why', () => {
+    // Two idle 7g.80gb GPUs, as the agent last read them at 03:00 and confirmed until 03:05; then it died (its pod
+    // gone, NVML wedged): the annotation stays on the Node, and what the GPUs hold now is unknown.
+    const inv: MigInventory = {
+      v: 1,
+      at: '2026-11-21T03:00:00.000Z',
+      checked: '2026-11-21T03:05:00.000Z',
+      gpus: [0, 1].map((index) => ({
+        index,
+        uuid: `GPU-${index}${index}${index}${index}${index}${index}${index}${index}-0000-4000-8000-000000000000`,
+        instances: [{ profile: '7g.80gb', gi: 0, start: 0, size: 8, inUse: false }],
+      })),
+    };
+    const n = node(
+      'h',
+      {},
+      { 'nvidia.com/mig-7g.80gb': '2' },
+      {
+        annotations: { [MIG_INVENTORY_ANNOTATION]: JSON.stringify(inv) },
+      },
+    );
+    const waiting = pod('small', { 'nvidia.com/mig-3g.40gb': 1 }, { createdAt: '2026-11-21T02:00:00.000Z' });
+    const at = (iso: string) => ({ now: new Date(iso), seconds: 60 });
+    // Confirmed within MIG_INVENTORY_STALE_MS: planned on as before, a GPU relaid for the pod.
+    const fresh = readMigFleet([n], [waiting], undefined, at('2026-11-21T03:14:00.000Z'));
+    expect(fresh.nodes[0]!.gpus.some((g) => g.locked)).toBe(false);
+    expect(planMig(fresh.nodes, fresh.pending).changes).toHaveLength(1);
+    // Past it: every GPU locked, nothing relaid, and the node says why.
+    const stale = readMigFleet([n], [waiting], undefined, at('2026-11-21T03:16:00.000Z'));
+    expect(
+      stale.nodes[0]!.gpus.every((g) => g.locked?.includes('last confirmed its MIG inventory at 2026-11-21T03:05')),
+    ).toBe(true);
+    expect(planMig(stale.nodes, stale.pending).changes).toEqual([]);
+    expect(stale.notes).toContainEqual(expect.stringMatching(/^h: the node agent last confirmed .*: none of its GPUs/));
+    // An older agent's inventory (no `checked`) cannot be dated: planned on as before (functions are upgraded
+    // before agents), and said, never trusted silently.
+    const { checked: _c, ...unstamped } = inv;
+    const old = node(
+      'h',
+      {},
+      { 'nvidia.com/mig-7g.80gb': '2' },
+      {
+        annotations: { [MIG_INVENTORY_ANNOTATION]: JSON.stringify(unstamped) },
+      },
+    );
+    const older = readMigFleet([old], [waiting], undefined, at('2026-11-21T09:00:00.000Z'));
+    expect(planMig(older.nodes, older.pending).changes).toHaveLength(1);
+    expect(older.notes).toContainEqual(expect.stringMatching(/^h: its MIG inventory carries no confirmation time/));
+  });
+
   it("never relays a MIG GPU the agent lists with no instance (a reset emptied it; its repair re-applies the node's config)", () => {
     const inv: MigInventory = {
       v: 1,

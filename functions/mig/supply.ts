@@ -113,7 +113,13 @@ export function readMigFleet(
   waited?: { now: Date; seconds: number },
   /** node → each GPU's layout, where the caller knows it (a fleet file's simulated GPUs); else guessed. */
   layouts?: MigUsage,
+  /**
+   * The time the node agents' inventories are judged fresh against (events/mig-inventory.ts migInventoryStale), when
+   * there is no `waited`; without either (a fleet file's inventories, written once) they are taken as they are.
+   */
+  now?: Date,
 ): MigFleet {
+  const asOf = waited?.now ?? now;
   const notes: string[] = [];
   const out: MigNode[] = [];
   for (const n of nodes) {
@@ -175,7 +181,7 @@ export function readMigFleet(
     const running = pods.filter(
       (p) => p.nodeName === n.name && !finished(p) && Object.keys(migRequests(p, model)).length > 0,
     );
-    const fromAgent = usage?.get(n.name) ? undefined : agentInventory(n, model, running, notes);
+    const fromAgent = usage?.get(n.name) ? undefined : agentInventory(n, model, running, notes, asOf);
     if (fromAgent) {
       attachHolders(fromAgent.gpus, running, model, fromAgent.shared);
       out.push({ name: n.name, labels: n.labels, schedulable: !n.unschedulable, gpus: lockFailed(fromAgent.gpus) });

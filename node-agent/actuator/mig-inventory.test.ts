@@ -1,5 +1,10 @@
 import { describe, expect, it } from 'vitest';
-import { MIG_INVENTORY_ANNOTATION, readMigInventory, type MigInventory } from '../../events/index.ts';
+import {
+  MIG_INVENTORY_ANNOTATION,
+  MIG_INVENTORY_RECONFIRM_MS,
+  readMigInventory,
+  type MigInventory,
+} from '../../events/index.ts';
 import { oneGpu, openMockNvml } from '../../test/support/mock-nvml.ts';
 import { GpuActuator, type ActuatorGpus } from './actuator.ts';
 import { nvmlMigInventory } from './mig-inventory.ts';
@@ -94,6 +99,51 @@ describe("the actuator's MIG inventory annotation", () => {
     await r.actuator.tick();
     expect(r.writes()).toBe(2);
     expect(readMigInventory(r.annotations).inventory?.at).toBe(new Date(T0 + 10_000).toISOString());
+  });
+
+  it('stamps when it last read the GPUs, and re-confirms an unchanged inventory so a dead agent shows', async () => {
+    const r = rig();
+    await r.actuator.tick();
+    expect(readMigInventory(r.annotations).inventory?.checked).toBe(new Date(T0).toISOString());
+    // Unchanged, and confirmed recently: not written again (each write is a new resourceVersion for the functions).
+    r.advance(MIG_INVENTORY_RECONFIRM_MS - 1);
+    await r.actuator.tick();
+    expect(r.writes()).toBe(1);
+    // Due: only `checked` moves; `at` stays when what it says last changed.
+    r.advance(1);
+    await r.actuator.tick();
+    expect(r.writes()).toBe(2);
+    expect(readMigInventory(r.annotations).inventory).toMatchObject({
+      at: new Date(T0).toISOString(),
+      checked: new Date(T0 + MIG_INVENTORY_RECONFIRM_MS).toISOString(),
+    });
+    // An inventory an older agent wrote (no `checked`) is confirmed on the first pass due.
+    const old = rig();
+    await old.actuator.tick();
+    const inv = readMigInventory(old.annotations).inventory!;
+    const { checked: _c, ...unstamped } = inv;
+    old.annotations[MIG_INVENTORY_ANNOTATION] = JSON.stringify(unstamped);
+    old.advance(MIG_INVENTORY_RECONFIRM_MS);
+    await old.actuator.tick();
+    expect(readMigInventory(old.annotations).inventory?.checked).toBe(
+      new Date(T0 + MIG_INVENTORY_RECONFIRM_MS).toISOString(),
+    );
+  });
+
+  it('keeps its confirmation stale when NVML cannot be read (unknown is not re-confirmed)', async () => {
+    let fail = false;
+    const r = rig({
+      gpus: () => {
+        if (fail) throw new Error('NVML_ERROR_UNKNOWN');
+        return [{ index: 0, uuid: G0, instances: [] }];
+      },
+    });
+    await r.actuator.tick();
+    fail = true;
+    r.advance(MIG_INVENTORY_RECONFIRM_MS);
+    await r.actuator.tick();
+    expect(r.writes()).toBe(1);
+    expect(readMigInventory(r.annotations).inventory?.checked).toBe(new Date(T0).toISOString());
   });
 
   it('writes nothing in dry run, and nothing for a node without MIG GPUs', async () => {

@@ -7,6 +7,7 @@ import {
   GPU_DEVICES_ANNOTATION,
   GPU_DEVICES_RECONFIRM_MS,
   MIG_INVENTORY_ANNOTATION,
+  MIG_INVENTORY_RECONFIRM_MS,
   readGpuDevices,
   readMigInventory,
   type GpuDevices,
@@ -41,9 +42,11 @@ export async function writeGpuDevices(o: ActuatorOptions, before: string | undef
 }
 
 /**
- * The MIG inventory annotation, rewritten only when what it says changed (its `at` is when it
- * last did). A GPU without MIG is not listed; a node without MIG GPUs gets no annotation. A
- * failure to read NVML is logged and leaves the annotation as it was.
+ * The MIG inventory annotation, rewritten when what it says changed (its `at` is when it last did),
+ * and re-confirmed unchanged every MIG_INVENTORY_RECONFIRM_MS (`checked`): without it an agent that died
+ * left its last inventory reading as current, and the rebalancer planned on a layout no one still read.
+ * A GPU without MIG is not listed; a node without MIG GPUs gets no annotation. A failure to read NVML is
+ * logged and leaves the annotation as it was, unconfirmed: the functions read it as unknown once stale.
  */
 export async function writeMigInventory(o: ActuatorOptions, before: string | undefined): Promise<void> {
   if (!o.migInventory || !o.nodeApi.writeMigInventory || o.dryRun) return;
@@ -56,7 +59,13 @@ export async function writeMigInventory(o: ActuatorOptions, before: string | und
   }
   if (gpus.length === 0 && before === undefined) return;
   const prior = before === undefined ? undefined : readMigInventory({ [MIG_INVENTORY_ANNOTATION]: before }).inventory;
-  if (prior && JSON.stringify(prior.gpus) === JSON.stringify(gpus)) return;
-  const inventory: MigInventory = { v: 1, at: new Date(o.now()).toISOString(), gpus };
+  const stamp = new Date(o.now()).toISOString();
+  if (prior && JSON.stringify(prior.gpus) === JSON.stringify(gpus)) {
+    // An older agent's inventory has no `checked`: dated from its `at`, so it is confirmed at the first pass due.
+    if (o.now() - Date.parse(prior.checked ?? prior.at) < MIG_INVENTORY_RECONFIRM_MS) return;
+    await o.nodeApi.writeMigInventory(JSON.stringify({ ...prior, checked: stamp } satisfies MigInventory));
+    return;
+  }
+  const inventory: MigInventory = { v: 1, at: stamp, checked: stamp, gpus };
   await o.nodeApi.writeMigInventory(JSON.stringify(inventory));
 }

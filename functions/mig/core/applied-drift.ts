@@ -56,9 +56,10 @@ const words = (counts: ReadonlyMap<string, number>) => layoutWords([...counts].f
 
 /**
  * Why the node's GPUs are not (any more) what `config` (gpu-reflex's, read from its ConfigMap) says, or undefined
- * when they are. `entry` undefined: the ConfigMap no longer holds it. A GPU listed with no instance is left out: a
- * reset emptied it and remediation's repair has mig-manager apply the config again (docs/remediation.md); unless NVML
- * would not say its MIG mode or list its instances (`migModeUnknown`): then it is drift, told.
+ * when they are. `entry` undefined: the ConfigMap no longer holds it. A GPU listed with no instance is drift too: the
+ * caller checks only nodes no remediation works on (applied-check.ts), and remediation's repair is the only one that
+ * has mig-manager apply the config again after a reset (docs/remediation.md); emptied otherwise (a person's
+ * `nvidia-smi mig -dci -dgi`, a reset by hand) nobody restores it, and an empty MIG GPU offers no device.
  */
 export function appliedDrift(
   config: string,
@@ -85,15 +86,23 @@ export function appliedDrift(
       gaps.push(`GPU ${index} is not in the node agent's MIG inventory`);
       continue;
     }
-    // Empty: a reset emptied it and remediation restores it. Empty because NVML would not say its MIG mode or list its
-    // instances (the agent's migModeUnknown): it may hold anything, and no one else tells a person.
+    // Empty because NVML would not say its MIG mode or list its instances (the agent's migModeUnknown): it may hold
+    // anything, and no one else tells a person.
     if (gpu.profiles.length === 0 && gpu.migModeUnknown !== undefined) {
       gaps.push(
         `GPU ${index}${gpu.uuid ? ` (${gpu.uuid})` : ''}: NVML does not answer its MIG state (${gpu.migModeUnknown})`,
       );
       continue;
     }
-    if (gpu.profiles.length === 0) continue;
+    // Empty, and no remediation at work on the node (which would have mig-manager apply the config again): where it was
+    // left out, "remediation restores it" was assumed of a GPU no remediation held, and nobody was told.
+    if (gpu.profiles.length === 0) {
+      gaps.push(
+        `GPU ${index}${gpu.uuid ? ` (${gpu.uuid})` : ''} holds no MIG instance, not ${words(item.counts)} as ` +
+          `${config} applied (no remediation works on the node to have mig-manager apply it again)`,
+      );
+      continue;
+    }
     const have = countProfiles(gpu.profiles);
     if (!same(have, item.counts))
       gaps.push(

@@ -147,6 +147,11 @@ const IncidentSchema = z.object({
   /** The agent's MIG inventory, written after that restart, listed the GPU's instances again (its `at`). */
   migBackAt: Timestamp.optional(),
   /**
+   * Why the restore of the reset MIG GPU waits, as last said (mig-restore.ts): recorded when it changes, so a person
+   * reading the incident sees what it waits for (an inventory after the reset, mig-manager, an agent gone quiet).
+   */
+  migWait: z.string().min(1).max(512).optional(),
+  /**
    * The GPU is schedulable again (after the incident closed): the agent took it out of its fence file,
    * or the device plugin counts it again.
    */

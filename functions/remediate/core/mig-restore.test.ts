@@ -175,6 +175,71 @@ describe('stepMigRestore', () => {
   });
 });
 
+describe('stepMigRestore says why it waits', () => {
+  const t = P.repair.answerTimeoutMinutes;
+  const stamped = (minute: number, checked: number, instances: MigInventory['gpus'][number]['instances']) => {
+    const inv = JSON.parse(inventory(minute, instances)[MIG_INVENTORY_ANNOTATION]!) as MigInventory;
+    return { [MIG_INVENTORY_ANNOTATION]: JSON.stringify({ ...inv, checked: at(checked) }) };
+  };
+  const why = (s: ReturnType<typeof stepMigRestore>) => (s.kind === 'wait' ? s.why : `not waiting: ${s.kind}`);
+
+  it('names what it waits for, at every wait', () => {
+    const before = stepMigRestore(incident(), facts(MIG_LABELS, inventory(1, seven)), [], new Date(at(5)), P);
+    expect(why(before)).toContain(`the node agent's MIG inventory was last written at ${at(1)}, before the reset`);
+    const unreadable = stepMigRestore(
+      incident(),
+      facts(MIG_LABELS, { [MIG_INVENTORY_ANNOTATION]: '{' }),
+      [],
+      new Date(at(5)),
+      P,
+    );
+    expect(why(unreadable)).toContain(`${MIG_INVENTORY_ANNOTATION} is not JSON`);
+    const restarted = incident({ migRestartedAt: at(4) });
+    const empty = stepMigRestore(restarted, facts(MIG_LABELS, inventory(3, [])), [], new Date(at(5)), P);
+    expect(why(empty)).toContain(`waiting for mig-manager, restarted at ${at(4)}, to apply all-1g.10gb again`);
+    const pending = { ...MIG_LABELS, 'nvidia.com/mig.config.state': 'pending' };
+    expect(why(stepMigRestore(restarted, facts(pending, inventory(5, seven)), [], new Date(at(6)), P))).toContain(
+      'nvidia.com/mig.config.state=pending',
+    );
+    // The words do not move with the clock: said once, not rewritten on every sweep.
+    expect(why(stepMigRestore(restarted, facts(MIG_LABELS, inventory(3, [])), [], new Date(at(6)), P))).toBe(
+      why(empty),
+    );
+  });
+
+  it('says when the node agent stopped confirming its inventory, rather than wait as if it were coming', () => {
+    // Confirmed last at minute 1, the reset at 2: by minute 12 no confirmation for over 10 min (five missed).
+    const patient = { repair: { ...P.repair, answerTimeoutMinutes: 30 } };
+    const s = stepMigRestore(incident(), facts(MIG_LABELS, stamped(1, 1, seven)), [], new Date(at(12)), patient);
+    expect(why(s)).toMatch(
+      /the node agent last confirmed its MIG inventory at .*, over 10 min ago \(is the agent running/,
+    );
+    // Past the timeout the repair fails as before, and says the agent went quiet.
+    const failed = stepMigRestore(incident(), facts(MIG_LABELS, stamped(1, 1, seven)), [], new Date(at(2 + t)), P);
+    expect(failed).toMatchObject({ kind: 'failed', why: expect.stringContaining('over 10 min ago (is the agent') });
+  });
+
+  it('takes an inventory the agent confirmed after the reset as read after it, though unchanged since before', () => {
+    // A GPU already empty before its reset (an earlier reset emptied it, or a person destroyed its instances) reads
+    // the same after it: the agent writes nothing new, only confirms. By `at` alone the restore waited out
+    // repair.answerTimeoutMinutes and failed, climbing to a node reboot, where mig-manager's restart was all it took.
+    expect(stepMigRestore(incident(), facts(MIG_LABELS, stamped(1, 3, [])), [MANAGER], new Date(at(5)), P).kind).toBe(
+      'restart',
+    );
+    expect(
+      stepMigRestore(incident(), facts(MIG_LABELS, stamped(1, 3, [])), [MANAGER], new Date(at(2 + t)), P).kind,
+    ).toBe('restart');
+    // Its instances read after the reset as before: nothing to wait for.
+    expect(stepMigRestore(incident(), facts(MIG_LABELS, stamped(1, 3, seven)), [], new Date(at(5)), P).kind).toBe(
+      'ready',
+    );
+    // Confirmed before the reset only: still waited for.
+    expect(stepMigRestore(incident(), facts(MIG_LABELS, stamped(1, 1, seven)), [], new Date(at(5)), P).kind).toBe(
+      'wait',
+    );
+  });
+});
+
 describe('stepMigRestore with an inventory it cannot read', () => {
   // Not JSON, or not the contract (an agent newer than these functions adds a field the strict schema refuses): the
   // annotation is there, so the agent lists MIG GPUs, and what it says of this one is unknown — never "not MIG".
@@ -253,10 +318,14 @@ describe('the sweep: a reset MIG GPU returns only with its instances', () => {
     expect(quarantined(w)).toEqual([G3]);
     expect(requested(w).map((r) => r.action)).toContain('fence');
     expect(stateOf(w.node).incidents[0]).toMatchObject({ phase: 'quarantined', migRestartedAt: at(4) });
-    // Nothing changes while the agent still lists it empty.
+    // Nothing changes while the agent still lists it empty; why it waits is recorded on the incident, once.
     const waiting = await sweep(w, 5);
     expect(waiting.plan?.action ?? 'none').not.toBe('restore');
     expect(quarantined(waiting.world)).toEqual([G3]);
+    const said = `waiting for mig-manager, restarted at ${at(4)}, to apply all-1g.10gb again`;
+    expect(waiting.plan?.reason).toContain(said);
+    expect(stateOf(waiting.world.node).incidents[0]?.migWait).toContain(said);
+    expect((await sweep(waiting.world, 6)).plan).toBeUndefined();
     // mig-manager applied the config; the agent lists the instances: back in service.
     const back = await sweep(agentWrites(waiting.world, 6, seven), 7);
     expect(back.plan).toMatchObject({ action: 'restore', phase: 'restored' });

@@ -132,15 +132,25 @@ function restoreMig(
   policy: Pick<Policy, 'repair'>,
 ): Stepped {
   const m = stepMigRestore(open, w.facts.node, w.facts.pods, facts.now, policy);
-  if (m.kind === 'wait') return open;
-  if (m.kind === 'failed') return { escalate: 'climb', incident: { ...m.incident, repair: undefined }, why: m.why };
+  if (m.kind === 'wait') {
+    // Said on every sweep it waits (words alone publish nothing), and recorded on the incident when they change: a
+    // person looking at a GPU kept out after a passed probe sees what it waits for, not silence.
+    w.reasons.push(m.why);
+    if (open.migWait === m.why) return open;
+    const waiting: Incident = { ...open, migWait: m.why };
+    w.touched.push(waiting);
+    return waiting;
+  }
+  if (m.kind === 'failed')
+    return { escalate: 'climb', incident: { ...m.incident, repair: undefined, migWait: undefined }, why: m.why };
   if (m.kind === 'restart') {
     // Through the Eviction API like every pod we move; its DaemonSet recreates it.
     w.evictions.push(...m.pods);
     if (m.pods.length === 0) w.notices.push(notice(open.action, w.facts.node, m.why));
     w.reasons.push(m.why);
-    w.touched.push(m.incident);
-    return m.incident;
+    const restarted: Incident = { ...m.incident, migWait: undefined };
+    w.touched.push(restarted);
+    return restarted;
   }
   const restored: Incident = m.incident.migBackAt ? { ...closed, migBackAt: m.incident.migBackAt } : closed;
   w.reasons.push(m.why ? `${why}; ${m.why}` : why);
