@@ -252,7 +252,9 @@ async function carryOut(
           (t) => (t[s.node] ? { ...t, [s.node]: { ...t[s.node]!, told: deps.clock.now() } } : t),
           [
             {
-              title: `gpu-reflex: ${s.node} ${s.ready ? 'is back from' : 'is not Ready after'} maintenance, kept cordoned`,
+              title:
+                `gpu-reflex: ${s.node} ${s.ready ? 'is back from' : 'is not Ready after'} maintenance, ` +
+                'kept cordoned',
               text: s.why.slice(0, 1000),
               severity: 'warning',
             },
