@@ -125,6 +125,11 @@ export interface SentRequest {
   at: number;
   /** ACK's word for the task's state, told to a person as one it does not document (requests.ts): told once a word. */
   unknownTold?: string;
+  /**
+   * A removal's nodes still in the pool after its drain timeout, though its task ended `success` (removals.ts hands
+   * them back): the request is closed as failed, naming them, never as succeeded.
+   */
+  leftBehind?: string[];
 }
 
 /** A new request on the record: one still followed there moves to `earlier` instead of being overwritten. */

@@ -112,6 +112,11 @@ describe('autoscale-pools gives idle nodes back', () => {
       hourlyCostDelta: { amount: -17, currency: 'CNY' },
     });
     expect(shrink!.reason).toContain('ran no GPU pod for 10 min');
+    // ACK deletes the released instances' nodes; the shrink is told done once the rounds have seen them gone.
+    kube.cluster.nodes.delete(withCpuPod);
+    kube.cluster.nodes.delete(bare);
+    await clock.advance(MIN);
+    await autoscalePools(deps);
     await clock.advance(MIN);
     await autoscalePools(deps);
     expect(events().map((e) => e.state)).toEqual(['requested', 'succeeded']);
@@ -240,6 +245,57 @@ describe('autoscale-pools gives idle nodes back', () => {
     await clock.advance(MIN);
     await autoscalePools(deps);
     expect(notifier.notices.filter((n) => n.title.startsWith('gpu-reflex: could not give back'))).toHaveLength(2);
+  });
+
+  it('closes a shrink whose task said success, but left its nodes in the pool, as failed, naming them', async () => {
+    const [, withCpuPod, , bare] = names as [string, string, string, string];
+    const cloud = deps.cloud;
+    deps.cloud = Object.assign(Object.create(cloud) as typeof cloud, {
+      removeNodes: async () => ({ taskId: 'T-said-done' }),
+      task: async (id: string) => (id === 'T-said-done' ? { id, state: 'success' as const } : cloud.task(id)),
+    });
+    await autoscalePools(deps);
+    await clock.advance(10 * MIN);
+    await autoscalePools(deps);
+    await clock.advance(MIN);
+    await autoscalePools(deps);
+    // ACK's task says success at once, but the nodes have not left: nothing is told done yet.
+    const finished: Record<string, string>[] = [];
+    for (let i = 0; i < 32; i++) {
+      await clock.advance(MIN);
+      finished.push((await autoscalePools(deps)).finished);
+    }
+    expect(sim.cloud.members('np-t4')).toHaveLength(4);
+    // Before, the shrink was published `succeeded` the round after it was sent, while both nodes stayed in the pool.
+    expect(events().map((e) => e.state)).toEqual(['requested', 'failed']);
+    expect(finished.filter((f) => Object.keys(f).length > 0)).toEqual([{ 'np-t4': 'failed' }]);
+    const closing = events()[1]!;
+    expect(closing).toMatchObject({ from: 4, to: 2, taskId: 'T-said-done' });
+    expect(closing.reason).toContain('ACK said its task T-said-done succeeded');
+    expect(closing.reason).toContain(withCpuPod);
+    expect(closing.reason).toContain(bare);
+    expect(closing.reason).toContain('still in the pool');
+  });
+
+  it('closes a shrink as succeeded only once its nodes have left the pool', async () => {
+    const [, withCpuPod, , bare] = names as [string, string, string, string];
+    await autoscalePools(deps);
+    await clock.advance(10 * MIN);
+    await autoscalePools(deps);
+    await clock.advance(MIN);
+    await autoscalePools(deps);
+    // The task ends (30 s) but the node objects are still there: not told done.
+    await clock.advance(MIN);
+    expect((await autoscalePools(deps)).finished).toEqual({});
+    expect(events().map((e) => e.state)).toEqual(['requested']);
+    // ACK deletes the nodes: the next rounds see them gone, then close the shrink.
+    kube.cluster.nodes.delete(withCpuPod);
+    kube.cluster.nodes.delete(bare);
+    await clock.advance(MIN);
+    await autoscalePools(deps);
+    await clock.advance(MIN);
+    expect((await autoscalePools(deps)).finished).toEqual({ 'np-t4': 'succeeded' });
+    expect(events().map((e) => e.state)).toEqual(['requested', 'succeeded']);
   });
 
   it('tells a person once when a removal task is still running after the drain timeout, leaving the node cordoned', async () => {
