@@ -563,6 +563,46 @@ describe('autoscale-pools gives idle nodes back', () => {
     expect(sim.cloud.calls.filter((c) => c.action === 'RemoveNodePoolNodes')).toHaveLength(0);
   });
 
+  it("never lifts remediation's hold on a node it was draining: handed back only once remediation lets it go", async () => {
+    const [, withCpuPod, , bare] = names as [string, string, string, string];
+    kube.cluster.addPod({
+      name: 'serve-1',
+      namespace: 'ml',
+      nodeName: bare,
+      extendedResources: { 'nvidia.com/gpu': 1 },
+      requests: { 'nvidia.com/gpu': 1 },
+    });
+    kube.cluster.pod('ml', 'sidecar')!.labels = { app: 'sidecar' };
+    kube.cluster.addPdb({ namespace: 'ml', matchLabels: { app: 'sidecar' }, minAvailable: 1 });
+    const notifier = new RecordingNotifier();
+    deps.notifier = notifier;
+    deps.policy = AutoscalePolicySchema.parse({
+      pools: { 'np-t4': { min: 1, max: 6 } },
+      scaleIn: { idleMinutes: 10, drainTimeoutMinutes: 5 },
+    });
+    await autoscalePools(deps);
+    await clock.advance(10 * MIN);
+    expect((await autoscalePools(deps)).draining).toEqual([withCpuPod]);
+    // An XID on the idle node's GPU: remediation takes it (its state label) while gpu-reflex drains it.
+    await kube.nodes.setLabels(withCpuPod, { [STATE_LABEL]: 'draining' });
+    await clock.advance(5 * MIN);
+    await autoscalePools(deps);
+    // Before, the drain's timeout uncordoned it here: a node remediation holds for a GPU fault took pods again.
+    expect((await kube.nodes.get(withCpuPod)).unschedulable).toBe(true);
+    expect(notifier.notices).toEqual([]);
+    await clock.advance(MIN);
+    await autoscalePools(deps);
+    expect((await kube.nodes.get(withCpuPod)).unschedulable).toBe(true);
+    // Remediation returns it healthy: the cordon was gpu-reflex's (remediation leaves a cordon it did not make), so
+    // it is lifted now, and a person told.
+    await kube.nodes.setLabels(withCpuPod, { [STATE_LABEL]: 'healthy' });
+    await clock.advance(MIN);
+    await autoscalePools(deps);
+    expect((await kube.nodes.get(withCpuPod)).unschedulable).toBe(false);
+    expect(notifier.notices.map((n) => n.title)).toEqual([`gpu-reflex: could not give back ${withCpuPod}`]);
+    expect(sim.cloud.calls.filter((c) => c.action === 'RemoveNodePoolNodes')).toHaveLength(0);
+  });
+
   it('cordons a node on the record as leaving whose cordon a failed round never made', async () => {
     const [, withCpuPod, , bare] = names as [string, string, string, string];
     // Only the node with the CPU pod is idle; a disruption budget keeps that pod there a while.
