@@ -163,6 +163,8 @@ export async function scaleIn(deps: AutoscaleDeps, round: ScaleInRound): Promise
           gpuPods: running(n.name).filter(holdsDevices).length,
         };
       }),
+      // Less the nodes this round's removal takes (sent above: pool.desiredSize is still the size before it).
+      desired: pool.desiredSize - drained.length,
       leaving: leaving.map((l) => l.node),
       template,
       ...(rec.cooldownUntil !== undefined && rec.cooldownUntil > now

@@ -603,6 +603,25 @@ describe('autoscale-pools gives idle nodes back', () => {
     expect(sim.cloud.calls.filter((c) => c.action === 'RemoveNodePoolNodes')).toHaveLength(0);
   });
 
+  it("never takes a pool under its minimum by its desired size: nodes ACK is still removing are not the pool's", async () => {
+    const cloud = deps.cloud;
+    // A person lowered the pool to 2 in the console: ACK has yet to remove two of its four nodes.
+    deps.cloud = Object.assign(Object.create(cloud) as typeof cloud, {
+      listNodePools: async () =>
+        (await cloud.listNodePools()).map((p) => (p.id === 'np-t4' ? { ...p, desiredSize: 2 } : p)),
+    });
+    await autoscalePools(deps);
+    await clock.advance(10 * MIN);
+    // Before, both idle nodes were drained (counted against the 4 nodes there, not the 2 asked for), then removed:
+    // RemoveNodePoolNodes lowers the desired size, 2 → 0, under the pool's minimum of 1.
+    const start = await autoscalePools(deps);
+    expect(start.draining).toHaveLength(1);
+    expect(start.kept.map((k) => k.why)).toContain('t4 is at its minimum of 1 nodes');
+    await clock.advance(MIN);
+    await autoscalePools(deps);
+    expect(events()[0]).toMatchObject({ from: 2, to: 1, state: 'requested' });
+  });
+
   it('cordons a node on the record as leaving whose cordon a failed round never made', async () => {
     const [, withCpuPod, , bare] = names as [string, string, string, string];
     // Only the node with the CPU pod is idle; a disruption budget keeps that pod there a while.
