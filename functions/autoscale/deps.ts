@@ -82,6 +82,11 @@ export interface PoolRecord {
   /** Instance types ECS answered sold out for (a scale task failed NoStock), until when (ms). */
   noStock?: { types: string[]; until: number };
   cooldownUntil?: number;
+  /**
+   * ACK's refusal of the pool's last size change (ModifyClusterNodePool answered 400), told once: the pool is not
+   * asked again before `cooldownUntil` (grow.ts `refusedSize`).
+   */
+  refused?: { at: number; why: string };
   /** Node → when it was first seen running no GPU pod (ms). */
   idle?: Record<string, number>;
   /** Idle nodes being drained for release: the instance, and when the drain began. */
