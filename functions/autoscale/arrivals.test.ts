@@ -183,6 +183,62 @@ describe('autoscale-pools: a scale-out is followed until its nodes arrive', () =
     expect((await recordOf('np-t4')).growing).toBeUndefined();
   });
 
+  it("does not take a node of a size someone else raised as ours: the pool's missing node is still told", async () => {
+    pendingGpuPods(1);
+    await clock.advance(60_000);
+    expect((await autoscalePools(deps)).scaled).toEqual({ 'np-t4': 2 });
+    // A person raises the pool to 3 in the console; only one of the two new instances ever joins (with its GPU).
+    sim.cloud.setDesired('np-t4', 3);
+    await clock.advance(180_000);
+    const [, first] = sim.cloud.members('np-t4');
+    kube.cluster.addNode({ name: first!.nodeName, labels: T4_LABELS, allocatable: GPU_NODE });
+    Object.assign(kube.cluster.pod('ml', 'infer-0')!, { nodeName: first!.nodeName, phase: 'Running' });
+    // Another pod comes: the pool's third node, which never joins, is not capacity on its way for good.
+    kube.cluster.addPod({
+      name: 'infer-late',
+      namespace: 'ml',
+      uid: 'infer-late',
+      phase: 'Pending',
+      scheduled: { status: 'False', reason: 'Unschedulable' },
+      extendedResources: { 'nvidia.com/gpu': 1 },
+      requests: { 'nvidia.com/gpu': 1, cpu: 2, memory: 8 * 2 ** 30 },
+      createdAt: new Date(clock.now()).toISOString(),
+    });
+    const after = await rounds(20);
+    // Before, the joined node was counted as the one gpu-reflex asked for: the record was forgotten, the missing
+    // node counted as on its way for good (the pod waited behind it), and no one was told.
+    expect((await recordOf('np-t4')).growing).toBeDefined();
+    expect(after.filter((x) => Object.keys(x).length > 0)).toEqual([{ 'np-a10': 1 }]);
+    expect(warnings().map((n) => n.title)).toEqual([
+      'gpu-reflex: node pool t4 grew 1 → 3 but its new nodes are not ready with GPUs after 15 min',
+    ]);
+    expect(warnings()[0]!.text).toContain('1 of the 2 nodes');
+    expect(warnings()[0]!.text).toContain('1 never joined the cluster');
+    expect(warnings()[0]!.text).toContain('raised to 3 by someone else');
+  });
+
+  it('gives a size a person raised after the pool was held its own 15 min before holding it again', async () => {
+    pendingGpuPods(1);
+    await clock.advance(60_000);
+    await autoscalePools(deps);
+    // The node never joins: held at 15 min, a person told.
+    await rounds(16);
+    expect(warnings()).toHaveLength(1);
+    // A person raises the pool by one to try again: the pool is awaited afresh, not held on the old deadline.
+    sim.cloud.setDesired('np-t4', 3);
+    await clock.advance(60_000);
+    await autoscalePools(deps);
+    expect((await recordOf('np-t4')).growing).toMatchObject({ to: 3, at: clock.now() });
+    // Both new instances join with their GPUs: the scale-out is done, the hold gone.
+    await clock.advance(180_000);
+    join(GPU_NODE);
+    Object.assign(kube.cluster.pod('ml', 'infer-0')!, { nodeName: sim.cloud.members('np-t4')[1]!.nodeName });
+    kube.cluster.pod('ml', 'infer-0')!.phase = 'Running';
+    await rounds(2);
+    expect((await recordOf('np-t4')).growing).toBeUndefined();
+    expect(warnings()).toHaveLength(1);
+  });
+
   it('grows for pods behind a member long NotReady: a broken node is not one on its way', async () => {
     // The pool is 2; its second node registered a day ago and went NotReady (kubelet down, host hung).
     sim.cloud.setDesired('np-t4', 2);

@@ -66,6 +66,11 @@ export interface Growing {
   before: string[];
   /** When a person was told its nodes had not arrived (ms): told once. */
   told?: number;
+  /**
+   * Set once the pool's size was seen raised above `to` by someone else (a person in the console, remediation's
+   * replacement): `to` and `at` are then that size and when it was seen.
+   */
+  raised?: true;
 }
 
 /** The record's `growing` once a scale-out to `to` is decided: a later one extends an earlier one still followed. */
@@ -76,14 +81,18 @@ export function startGrowing(
   to: number,
   at: number,
 ): Growing {
-  return prev ? { ...prev, to, at, told: undefined } : { at, from, to, before: [...members] };
+  return prev ? { ...prev, to, at, told: undefined, raised: undefined } : { at, from, to, before: [...members] };
 }
 
 /** What became of a followed scale-out's nodes this round (pure). */
 export interface Arrival {
   /** Its new nodes that count as joined: Ready and advertising the pool's GPUs. */
   arrived: string[];
-  /** How many new nodes the pool should have now (ours, capped by its desired size: a person may have lowered it). */
+  /**
+   * How many new nodes the pool should have now: its desired size less the nodes it had when grown that are still
+   * there. A person may have lowered it (fewer awaited) or raised it: ACK ties no instance to the request that bought
+   * it, so another's new node cannot be told from ours, and all the pool asks for are awaited.
+   */
   expected: number;
   /** Its new nodes Ready without GPUs, and those not Ready. */
   withoutGpus: string[];
@@ -92,15 +101,23 @@ export interface Arrival {
   done: boolean;
   /** Set past MAX_NODE_PROVISION_MS with nodes still missing: why the pool is not grown again. */
   overdue?: string;
+  /** The followed scale-out as this round sees it: extended to a size someone else raised the pool to (recorded). */
+  growing: Growing;
 }
 
 export function arrivalOf(
-  g: Growing,
+  followed: Growing,
   members: readonly NodeInfo[],
   desired: number,
   offer: Readonly<Record<string, number>>,
   now: number,
 ): Arrival {
+  // A size raised above ours by someone else is followed as a later scale-out of ours is (startGrowing): its nodes
+  // and ours cannot be told apart, and it gets its own MAX_NODE_PROVISION_MS from when it is first seen. Before, a
+  // node of theirs that joined was counted as ours, ours that never joined was forgotten, and the pool's missing
+  // node was counted as on its way for good.
+  const g: Growing =
+    desired > followed.to ? { ...followed, to: desired, at: now, told: undefined, raised: true } : followed;
   const before = new Set(g.before);
   const stayed = members.filter((n) => before.has(n.name)).length;
   const fresh = members.filter((n) => !before.has(n.name));
@@ -110,13 +127,14 @@ export function arrivalOf(
   const expected = Math.max(0, Math.min(g.to, desired) - stayed);
   const missing = expected - arrived.length;
   const done = missing <= 0;
-  const out: Arrival = { arrived, expected, withoutGpus, notReady, done };
+  const out: Arrival = { arrived, expected, withoutGpus, notReady, done, growing: g };
   if (done || now - g.at < MAX_NODE_PROVISION_MS) return out;
   const since = new Date(g.at).toISOString().slice(11, 16);
+  const others = g.raised ? ` (raised to ${g.to} by someone else: their nodes and ours look alike)` : '';
   return {
     ...out,
     overdue:
-      `${missing} of the ${expected} nodes it was grown by at ${since} not Ready with GPUs ` +
+      `${missing} of the ${expected} nodes it was grown by at ${since}${others} not Ready with GPUs ` +
       `after ${MAX_NODE_PROVISION_MS / 60_000} min: not grown again until they are, or its size is changed`,
   };
 }
@@ -156,6 +174,15 @@ export async function followArrivals(
       await record(deps, p.id, (x) => ({ ...x, growing: undefined }));
       continue;
     }
+    // A size someone else raised the pool to: followed from now on, with its own provision time.
+    if (a.growing.to > g.to) {
+      const seen = a.growing;
+      await record(deps, p.id, (x) => ({
+        ...x,
+        ...(x.growing ? { growing: { ...seen, before: x.growing.before } } : {}),
+      }));
+      continue;
+    }
     if (!a.overdue || g.told !== undefined) continue;
     const why = missingWhy(a);
     deps.logger.warn('autoscale-pools: the nodes a node pool was grown by have not arrived', {
@@ -171,7 +198,7 @@ export async function followArrivals(
       [
         {
           title:
-            `gpu-reflex: node pool ${p.name} grew ${g.from} → ${g.to} but its new nodes are not ready with GPUs ` +
+            `gpu-reflex: node pool ${p.name} grew ${g.from} → ${a.growing.to} but its new nodes are not ready with GPUs ` +
             `after ${MAX_NODE_PROVISION_MS / 60_000} min`,
           text: `${p.name}: ${a.overdue}. ${why}. Waiting pods go to other pools that fit them, or wait.`.slice(
             0,

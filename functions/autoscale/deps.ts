@@ -82,6 +82,11 @@ export interface PoolRecord {
   /** Instance types ECS answered sold out for (a scale task failed NoStock), until when (ms). */
   noStock?: { types: string[]; until: number };
   cooldownUntil?: number;
+  /**
+   * ACK's refusal of the pool's last size change (ModifyClusterNodePool answered 400), told once: the pool is not
+   * asked again before `cooldownUntil` (grow.ts `refusedSize`).
+   */
+  refused?: { at: number; why: string };
   /** Node → when it was first seen running no GPU pod (ms). */
   idle?: Record<string, number>;
   /** Idle nodes being drained for release: the instance, and when the drain began. */
@@ -125,6 +130,11 @@ export interface SentRequest {
   at: number;
   /** ACK's word for the task's state, told to a person as one it does not document (requests.ts): told once a word. */
   unknownTold?: string;
+  /**
+   * A removal's nodes still in the pool after its drain timeout, though its task ended `success` (removals.ts hands
+   * them back): the request is closed as failed, naming them, never as succeeded.
+   */
+  leftBehind?: string[];
 }
 
 /** A new request on the record: one still followed there moves to `earlier` instead of being overwritten. */

@@ -1,7 +1,8 @@
 import { GPU_POOL_SCALED, SCHEMA_VERSION, SOURCES, type GpuPoolScaledDetail } from '../../events/index.ts';
 import { NODEPOOL_LABEL, type NodePool } from '../adapters/alicloud/ports.ts';
 import type { NodeInfo } from '../adapters/kube/model.ts';
-import { startGrowing } from './arrivals.ts';
+import { startGrowing, type Growing } from './arrivals.ts';
+import { BadInputError } from '../adapters/errors.ts';
 import type { PublishedEvent } from '../adapters/bus.ts';
 import type { Notice } from '../adapters/chat/notifier.ts';
 import type { Increment, ScaleOutPlan } from './core/planner.ts';
@@ -61,8 +62,9 @@ export const membersOf = (nodes: readonly NodeInfo[], poolId: string) =>
   nodes.filter((n) => n.labels[NODEPOOL_LABEL] === poolId).map((n) => n.name);
 
 /**
- * Intent first, then the absolute size, then the request with its event and notice (the outbox); the task id. The
- * pool's nodes now (`members`) go on the record with the intent: its new nodes are followed until they arrive.
+ * Intent first, then the absolute size, then the request with its event and notice (the outbox); the task id, or
+ * undefined when ACK refused the size (`refusedSize`). The pool's nodes now (`members`) go on the record with the
+ * intent: its new nodes are followed until they arrive.
  */
 export async function growPool(
   deps: AutoscaleDeps,
@@ -71,13 +73,26 @@ export async function growPool(
   reason: string,
   now: number,
   members: readonly string[],
-): Promise<string> {
-  await record(deps, pool.id, (x) => ({
-    ...x,
-    intent: { from: inc.from, to: inc.to, at: now, reason, cost: inc.hourlyCost },
-    growing: startGrowing(x.growing, members, inc.from, inc.to, now),
-  }));
-  const { taskId } = await deps.cloud.setDesiredSize(pool.id, inc.to);
+): Promise<string | undefined> {
+  let followed: Growing | undefined;
+  const intent = { from: inc.from, to: inc.to, at: now, reason, cost: inc.hourlyCost };
+  await record(deps, pool.id, (x) => {
+    followed = x.growing;
+    return { ...x, intent, growing: startGrowing(x.growing, members, inc.from, inc.to, now) };
+  });
+  let taskId: string;
+  try {
+    ({ taskId } = await deps.cloud.setDesiredSize(pool.id, inc.to));
+  } catch (err) {
+    if (!(err instanceof BadInputError)) throw err;
+    // Nothing was asked of the pool: the scale-out followed before (if any) is followed as it was.
+    await flush(
+      deps,
+      pool.id,
+      await refusedSize(deps, pool, intent, err.message, now, (x) => ({ ...x, growing: followed })),
+    );
+    return undefined;
+  }
   const ev = poolEvent(deps, pool, now, inc.from, inc.to, 'requested', reason, { taskId, cost: inc.hourlyCost });
   const rec = await record(
     deps,
@@ -85,6 +100,7 @@ export async function growPool(
     (x) => ({
       ...x,
       intent: undefined,
+      refused: undefined,
       ...sent(x, { taskId, from: inc.from, to: inc.to, at: now }),
       cooldownUntil: now + cooldownMs(deps, pool.id),
     }),
@@ -94,6 +110,59 @@ export async function growPool(
   await flush(deps, pool.id, rec);
   pool.desiredSize = inc.to;
   return taskId;
+}
+
+/**
+ * A size ACK refused (ModifyClusterNodePool answered 400: the pool being upgraded, a quota, a size it does not take).
+ * A refusal is an answer: the size was not set, so the intent is dropped (re-sent, it was refused again every round,
+ * and the round, thrown, grew, drained and gave back nothing in any pool), the request closes `failed` with ACK's
+ * words, a person is told once, and the pool is not asked again before its cooldown is over (others take its pods).
+ * The record as written, its outbox for the caller to flush.
+ */
+export async function refusedSize(
+  deps: AutoscaleDeps,
+  pool: NodePool,
+  intent: NonNullable<PoolRecord['intent']>,
+  refusal: string,
+  now: number,
+  also: (r: PoolRecord) => PoolRecord = (r) => r,
+): Promise<PoolRecord> {
+  const until = now + cooldownMs(deps, pool.id);
+  const why = refusal.slice(0, 500);
+  const grow = `growing node pool ${pool.name} ${intent.from} → ${intent.to}`;
+  deps.logger.warn('autoscale-pools: ACK refused a node pool size; not asked again before the cooldown is over', {
+    pool: pool.id,
+    from: intent.from,
+    to: intent.to,
+    error: why,
+  });
+  const ev = poolEvent(
+    deps,
+    pool,
+    intent.at,
+    intent.from,
+    intent.to,
+    'failed',
+    `${intent.reason.slice(0, 2048 - why.length - 20)}; ACK refused it: ${why}`,
+    { cost: intent.cost },
+  );
+  return record(
+    deps,
+    pool.id,
+    (x) => ({ ...also(x), intent: undefined, cooldownUntil: until, refused: { at: now, why } }),
+    [ev],
+    [
+      {
+        title: `gpu-reflex: ACK refused ${grow}`,
+        text: (
+          `${pool.name}: ACK refused the size ${intent.to} (${why}): the pool keeps its size, and is not asked again ` +
+          `before ${new Date(until).toISOString().slice(11, 16)}; waiting pods go to other pools that fit them, or ` +
+          `wait. ${intent.reason}`
+        ).slice(0, 1000),
+        severity: 'warning',
+      },
+    ],
+  );
 }
 
 /** The maintenance step's view of the round (maintenance.ts): records, growth, what may move. */

@@ -175,10 +175,14 @@ export async function poolStates(
     // A member long registered and not Ready is broken, not on its way: it hides no demand (arrivals.ts longNotReady).
     const joined = (n: NodeInfo) => (n.ready === true || longNotReady(n, now)) && !unarrived.has(n.name);
     const ready = members.filter(joined).length;
+    const until = record?.cooldownUntil !== undefined && record.cooldownUntil > now ? record.cooldownUntil : undefined;
+    const hhmm = (ms: number) => new Date(ms).toISOString().slice(11, 16);
     const cooling =
-      record?.cooldownUntil !== undefined && record.cooldownUntil > now
-        ? `cooling down until ${new Date(record.cooldownUntil).toISOString().slice(11, 16)} after its last scale-out`
-        : undefined;
+      until === undefined
+        ? undefined
+        : record?.refused
+          ? `ACK refused its size at ${hhmm(record.refused.at)} (${record.refused.why}): not asked again until ${hhmm(until)}`
+          : `cooling down until ${hhmm(until)} after its last scale-out`;
     const frozen = p.ackAutoScaling.enable
       ? "ACK's own autoscaler manages this pool"
       : (choice.soldOut ?? arrival?.overdue ?? cooling);

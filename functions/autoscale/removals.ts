@@ -7,7 +7,16 @@ import { instanceIdOf } from '../adapters/alicloud/repair.ts';
 import type { Notice } from '../adapters/chat/notifier.ts';
 import { BadInputError } from '../adapters/errors.ts';
 import type { NodeInfo } from '../adapters/kube/model.ts';
-import { type AutoscaleDeps, type PoolRecord, type Removing, flush, record, remediationHold, sent } from './deps.ts';
+import {
+  type AutoscaleDeps,
+  type PoolRecord,
+  type Removing,
+  type SentRequest,
+  flush,
+  record,
+  remediationHold,
+  sent,
+} from './deps.ts';
 import { poolEvent } from './grow.ts';
 import { readTask } from './requests.ts';
 
@@ -105,6 +114,8 @@ export async function followRemovals(
   const still: Removing[] = [];
   const back: { r: Removing; node: NodeInfo; why: string }[] = [];
   const overdue: Removing[] = [];
+  /** Tasks that ended `success` with a node of theirs still in the pool after the drain timeout. */
+  const said = new Set<string>();
   for (const r of all) {
     const node = nodes.find(
       (n) => n.name === r.node && n.labels[NODEPOOL_LABEL] === pool.id && instanceIdOf(n.providerId) === r.instanceId,
@@ -129,7 +140,8 @@ export async function followRemovals(
       // ACK's success is not the node gone, so this is a removal that did not happen, handed back as a failed one.
       // (cluster-autoscaler likewise bounds a cloud deletion, MaxCloudProviderNodeDeletionTime in
       // kubernetes/autoscaler cluster-autoscaler/core/scale_down.go; ours is the drain timeout.)
-      else if (task !== 'unread' && task.state === 'success' && now - r.at >= timeoutMs)
+      else if (task !== 'unread' && task.state === 'success' && now - r.at >= timeoutMs) {
+        said.add(r.taskId);
         back.push({
           r,
           node,
@@ -137,6 +149,7 @@ export async function followRemovals(
             `its removal task ${r.taskId} ended, ACK said success, yet it is still in the pool ` +
             `${deps.policy.scaleIn.drainTimeoutMinutes} min later`,
         });
+      }
       // Unread now, running, done but not yet gone, or a state ACK does not document (followRequests tells a person
       // of that once): still on its way out, never handed back on a word that does not say the removal failed. A task
       // still running after the drain timeout leaves its node cordoned: a person is told once (`overdue` on record).
@@ -186,6 +199,13 @@ export async function followRemovals(
         severity: 'warning',
       });
     const told = new Set(overdue.map((r) => `${r.node}/${r.instanceId}`));
+    // Nodes handed back though their task said success: their request (requests.ts) closes as failed, naming them.
+    const behind = new Map<string, string[]>();
+    for (const b of back)
+      if (b.r.taskId !== undefined && said.has(b.r.taskId))
+        behind.set(b.r.taskId, [...(behind.get(b.r.taskId) ?? []), b.r.node]);
+    const mark = (s: SentRequest): SentRequest =>
+      behind.has(s.taskId) ? { ...s, leftBehind: [...(s.leftBehind ?? []), ...behind.get(s.taskId)!] } : s;
     await flush(
       deps,
       pool.id,
@@ -196,7 +216,12 @@ export async function followRemovals(
           const left = (x.removing ?? [])
             .filter((r) => !gone.has(`${r.node}/${r.instanceId}`))
             .map((r) => (told.has(`${r.node}/${r.instanceId}`) ? { ...r, overdue: true as const } : r));
-          return { ...x, removing: left.length > 0 ? left : undefined };
+          return {
+            ...x,
+            removing: left.length > 0 ? left : undefined,
+            ...(x.request ? { request: mark(x.request) } : {}),
+            ...(x.earlier ? { earlier: x.earlier.map(mark) } : {}),
+          };
         },
         [],
         notices,

@@ -34,12 +34,14 @@ export async function readTask(
 /**
  * The pool's requests whose ACK task ended since the last round, each reported once (a GPU Pool Scaled event
  * `succeeded` or `failed`, a notice for a failure) and taken off the record in the same write; a task failed NoStock
- * sets the pool's sold-out back-off. A task in a state ACK does not document is neither: the request stays on the
- * record, followed, and a person is told once (each new word once), in the same write that remembers it. A request
- * with no task to follow (`readTask`: none given, or ACK has none any more) is neither done nor failed: it is taken
- * off the record and a person told, in the same write (so once); one whose task could not be read stays followed.
- * `latest`: follow `request` too (not while an intent or a removal is still to be sent: that branch owns the record
- * this round).
+ * sets the pool's sold-out back-off. A removal's task that ended `success` is not the removal done: its request is
+ * followed while a node of it is still on its way out of the pool (`removing`), and closes `failed`, naming them, when
+ * nodes of it were left in the pool (`leftBehind`, removals.ts). A task in a state ACK does not document is neither:
+ * the request stays on the record, followed, and a person is told once (each new word once), in the same write that
+ * remembers it. A request with no task to follow (`readTask`: none given, or ACK has none any more) is neither done
+ * nor failed: it is taken off the record and a person told, in the same write (so once); one whose task could not be
+ * read stays followed. `latest`: follow `request` too (not while an intent or a removal is still to be sent: that
+ * branch owns the record this round).
  * Undefined when nothing was written.
  */
 export async function followRequests(
@@ -68,6 +70,9 @@ export async function followRequests(
       continue;
     }
     if (task.state === 'running') continue;
+    // A removal is done when its nodes have left the pool, not when its task says so: while one is still on its way
+    // out (removals.ts `followRemovals`), its request is followed; one left behind closes it as failed.
+    if (task.state === 'success' && (r.removing ?? []).some((x) => x.taskId === req.taskId)) continue;
     if (task.state === 'unknown') {
       const word = task.raw ?? '';
       if (req.unknownTold === word) continue;
@@ -80,10 +85,11 @@ export async function followRequests(
       });
       continue;
     }
-    const ok = task.state === 'success';
-    const why = endedWhy(p, req, task);
+    const ok = task.state === 'success' && !req.leftBehind?.length;
+    const why = endedWhy(p, req, task, deps.policy.scaleIn.drainTimeoutMinutes);
     events.push(poolEvent(deps, p, req.at, req.from, req.to, ok ? 'succeeded' : 'failed', why, { taskId: req.taskId }));
-    if (!ok)
+    // A removal that left its nodes behind was told node by node when they were handed back (removals.ts).
+    if (!ok && !req.leftBehind?.length)
       notices.push({
         title: `gpu-reflex: node pool ${p.name} could not ${req.to < req.from ? 'shrink' : 'grow'}`,
         text: why.slice(0, 500),
@@ -154,7 +160,19 @@ function goneNotice(p: NodePool, req: SentRequest): Notice {
   };
 }
 
-function endedWhy(p: NodePool, req: SentRequest, task: { state: string; error?: { code?: string; message?: string } }) {
+function endedWhy(
+  p: NodePool,
+  req: SentRequest,
+  task: { state: string; error?: { code?: string; message?: string } },
+  drainMinutes: number,
+) {
+  const left = req.leftBehind ?? [];
+  if (task.state === 'success' && left.length > 0)
+    return (
+      `${p.name}: shrinking ${req.from} → ${req.to} did not happen as asked: ACK said its task ${req.taskId} ` +
+      `succeeded, yet ${left.join(', ')} ${left.length === 1 ? 'is' : 'are'} still in the pool ${drainMinutes} min ` +
+      `later: handed back to scheduling`
+    );
   if (task.state === 'success') return `${p.name}: ${req.to} nodes requested, the ACK task ended successfully`;
   return (
     `${p.name}: ${req.to < req.from ? 'shrinking' : 'growing'} ${req.from} → ${req.to} ` +

@@ -5,7 +5,7 @@ import { startAliCloudSim, type AliCloudSim } from '../../infra/local/alicloud/i
 import { RecordingPublisher } from '../adapters/bus.ts';
 import { RecordingNotifier } from '../adapters/chat/notifier.ts';
 import { manualClock, type ManualClock } from '../adapters/clock.ts';
-import { TransientError } from '../adapters/errors.ts';
+import { BadInputError, TransientError } from '../adapters/errors.ts';
 import { nodePoolFrom, taskFrom } from '../adapters/alicloud/records.ts';
 import { fakeKube, type FakeKube } from '../adapters/kube/fake.ts';
 import { AutoscalePolicySchema } from '../lib/pool-policy.ts';
@@ -510,6 +510,59 @@ describe('autoscale-pools', () => {
     expect(asked).toEqual([]);
     const none = notifier.notices.filter((n) => n.title.includes('gave no task'));
     expect(none.map((n) => n.title)).toEqual(['gpu-reflex: node pool t4: ACK gave no task for growing 1 → 2']);
+  });
+
+  it('a size ACK refuses stops no round: told once as failed, not sent again every round', async () => {
+    pendingGpuPods(2);
+    await clock.advance(60_000);
+    const real = deps.cloud;
+    const refusal = 'ModifyClusterNodePool: InvalidParameter: the node pool is being upgraded';
+    let asked = 0;
+    deps.cloud = Object.assign(Object.create(real) as typeof real, {
+      setDesiredSize: (id: string, size: number) =>
+        id === 'np-t4' ? (asked++, Promise.reject(new BadInputError(refusal))) : real.setDesiredSize(id, size),
+    });
+    // Before, the round threw here, and every round after threw again re-sending the refused size: no pool was grown,
+    // drained or given back until ACK took it, and no one in chat was told.
+    const out = await autoscalePools(deps);
+    expect(out.scaled).toEqual({});
+    expect(poolEvents().map((e) => [e.nodepoolId, e.state, e.from, e.to])).toEqual([['np-t4', 'failed', 1, 3]]);
+    expect(poolEvents()[0]!.reason).toContain('the node pool is being upgraded');
+    expect(notifier.notices.map((n) => [n.title, n.severity])).toEqual([
+      ['gpu-reflex: ACK refused growing node pool t4 1 → 3', 'warning'],
+    ]);
+    // The pods go to a pool that takes them; the refused one is not asked again every round.
+    await clock.advance(60_000);
+    expect((await autoscalePools(deps)).scaled).toEqual({ 'np-a10': 2 });
+    await clock.advance(60_000);
+    await autoscalePools(deps);
+    expect(asked).toBe(1);
+    expect(sim.cloud.pools.get('np-t4')!.desired).toBe(1);
+  });
+
+  it('a size ACK refuses when it is sent again (the round that decided it stopped) is dropped and told once', async () => {
+    pendingGpuPods(2);
+    await clock.advance(60_000);
+    const real = deps.cloud;
+    deps.cloud = Object.assign(Object.create(real) as typeof real, {
+      setDesiredSize: () => Promise.reject(new TransientError('ModifyClusterNodePool: connection reset')),
+    });
+    await expect(autoscalePools(deps)).rejects.toThrow('connection reset');
+    deps.cloud = Object.assign(Object.create(real) as typeof real, {
+      setDesiredSize: (id: string, size: number) =>
+        id === 'np-t4'
+          ? Promise.reject(new BadInputError('ModifyClusterNodePool: QuotaExceeded: node quota'))
+          : real.setDesiredSize(id, size),
+    });
+    // The round goes on: the pods go to the A10 pool.
+    expect((await autoscalePools(deps)).scaled).toEqual({ 'np-a10': 2 });
+    const t4 = () => poolEvents().filter((e) => e.nodepoolId === 'np-t4');
+    expect(t4().map((e) => [e.state, e.from, e.to])).toEqual([['failed', 1, 3]]);
+    expect(notifier.notices.map((n) => n.title)).toContain('gpu-reflex: ACK refused growing node pool t4 1 → 3');
+    await clock.advance(60_000);
+    await autoscalePools(deps);
+    expect(t4()).toHaveLength(1);
+    expect(notifier.notices.filter((n) => n.title.includes(' t4 '))).toHaveLength(1);
   });
 
   it("a task ACK cannot be asked about now stops no other pool's round, and is followed again after", async () => {

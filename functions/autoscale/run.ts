@@ -39,7 +39,8 @@ import {
   sent,
 } from './deps.ts';
 import { waitingGpu, podsOf, gangsOf, gangSpecsOf, gangPodsCovered, poolStates } from './pool-states.ts';
-import { poolEvent, reasonOf, growPool, growNotice, maintenanceBook, membersOf } from './grow.ts';
+import { poolEvent, reasonOf, growPool, growNotice, maintenanceBook, membersOf, refusedSize } from './grow.ts';
+import { BadInputError } from '../adapters/errors.ts';
 import { followArrivals, startGrowing, type Arrival } from './arrivals.ts';
 import { scaleIn } from './scale-in-run.ts';
 import { sendRemoval } from './removals.ts';
@@ -112,7 +113,15 @@ export async function autoscalePools(deps: AutoscaleDeps): Promise<AutoscaleOutc
           const intent = { ...r.intent, to: Math.max(r.intent.to, p.desiredSize) };
           // growPool put the pool's nodes on the record with its intent; maintenance's own intent did not.
           const members = r.growing ? [] : membersOf(await deps.nodes.list(), p.id);
-          const { taskId } = await deps.cloud.setDesiredSize(p.id, intent.to);
+          let taskId: string;
+          try {
+            ({ taskId } = await deps.cloud.setDesiredSize(p.id, intent.to));
+          } catch (err) {
+            if (!(err instanceof BadInputError)) throw err;
+            // A refusal is an answer: dropped and told once, not re-sent every round (grow.ts refusedSize).
+            written.set(p.id, await refusedSize(deps, p, r.intent, err.message, deps.clock.now()));
+            continue;
+          }
           const ev = poolEvent(deps, p, intent.at, intent.from, intent.to, 'requested', intent.reason, {
             taskId,
             cost: intent.cost,
@@ -125,6 +134,7 @@ export async function autoscalePools(deps: AutoscaleDeps): Promise<AutoscaleOutc
               (x) => ({
                 ...x,
                 intent: undefined,
+                refused: undefined,
                 growing: startGrowing(x.growing, members, intent.from, intent.to, intent.at),
                 ...sent(x, { taskId, from: intent.from, to: intent.to, at: intent.at }),
                 cooldownUntil: intent.at + cooldownMs(deps, p.id),
@@ -198,6 +208,7 @@ export async function autoscalePools(deps: AutoscaleDeps): Promise<AutoscaleOutc
           continue;
         }
         const taskId = await growPool(deps, pool, inc, reason, now, membersOf(nodes, pool.id));
+        if (taskId === undefined) continue;
         deps.logger.info('autoscale-pools: growing node pool', {
           pool: pool.id,
           from: inc.from,

@@ -63,7 +63,22 @@ export async function scaleIn(deps: AutoscaleDeps, round: ScaleInRound): Promise
       nodes: replacing.map((r) => r.node),
     });
   for (const l of rec.leaving ?? []) {
-    if (!members.some((n) => n.name === l.node)) continue;
+    const node = members.find((n) => n.name === l.node);
+    if (!node) continue;
+    // Remediation took it while it drained (a GPU fault): a broken node is repair's. Nothing is done to it meanwhile
+    // (no eviction, no removal, and above all no uncordon past the drain timeout: that lifted remediation's hold and
+    // the faulty node took pods again). It stays on record: the cordon is ours (remediation leaves one it found, and
+    // never lifts it), handed back or given back by this loop once remediation lets the node go.
+    const hold = remediationHold(node);
+    if (hold) {
+      leaving.push(l);
+      deps.logger.info('autoscale-pools: a node being drained for scale-in is held by remediation; left to it', {
+        pool: pool.id,
+        node: l.node,
+        hold,
+      });
+      continue;
+    }
     const left = running(l.node);
     if (left.length === 0) drained.push(l);
     else if (now - l.since >= policy.drainTimeoutMinutes * 60_000) {
@@ -93,7 +108,7 @@ export async function scaleIn(deps: AutoscaleDeps, round: ScaleInRound): Promise
     } else {
       // On the record before its cordon (the intent first): a round that stopped between left it open to new pods,
       // each evicted in turn, until the drain timed out. A person's uncordon is undone the same way while it drains.
-      if (members.find((n) => n.name === l.node)!.unschedulable !== true) await deps.nodes.cordon(l.node);
+      if (node.unschedulable !== true) await deps.nodes.cordon(l.node);
       leaving.push(l);
       for (const p of on(l.node)) await evict(deps, p);
     }
@@ -148,6 +163,8 @@ export async function scaleIn(deps: AutoscaleDeps, round: ScaleInRound): Promise
           gpuPods: running(n.name).filter(holdsDevices).length,
         };
       }),
+      // Less the nodes this round's removal takes (sent above: pool.desiredSize is still the size before it).
+      desired: pool.desiredSize - drained.length,
       leaving: leaving.map((l) => l.node),
       template,
       ...(rec.cooldownUntil !== undefined && rec.cooldownUntil > now

@@ -112,6 +112,11 @@ describe('autoscale-pools gives idle nodes back', () => {
       hourlyCostDelta: { amount: -17, currency: 'CNY' },
     });
     expect(shrink!.reason).toContain('ran no GPU pod for 10 min');
+    // ACK deletes the released instances' nodes; the shrink is told done once the rounds have seen them gone.
+    kube.cluster.nodes.delete(withCpuPod);
+    kube.cluster.nodes.delete(bare);
+    await clock.advance(MIN);
+    await autoscalePools(deps);
     await clock.advance(MIN);
     await autoscalePools(deps);
     expect(events().map((e) => e.state)).toEqual(['requested', 'succeeded']);
@@ -240,6 +245,57 @@ describe('autoscale-pools gives idle nodes back', () => {
     await clock.advance(MIN);
     await autoscalePools(deps);
     expect(notifier.notices.filter((n) => n.title.startsWith('gpu-reflex: could not give back'))).toHaveLength(2);
+  });
+
+  it('closes a shrink whose task said success, but left its nodes in the pool, as failed, naming them', async () => {
+    const [, withCpuPod, , bare] = names as [string, string, string, string];
+    const cloud = deps.cloud;
+    deps.cloud = Object.assign(Object.create(cloud) as typeof cloud, {
+      removeNodes: async () => ({ taskId: 'T-said-done' }),
+      task: async (id: string) => (id === 'T-said-done' ? { id, state: 'success' as const } : cloud.task(id)),
+    });
+    await autoscalePools(deps);
+    await clock.advance(10 * MIN);
+    await autoscalePools(deps);
+    await clock.advance(MIN);
+    await autoscalePools(deps);
+    // ACK's task says success at once, but the nodes have not left: nothing is told done yet.
+    const finished: Record<string, string>[] = [];
+    for (let i = 0; i < 32; i++) {
+      await clock.advance(MIN);
+      finished.push((await autoscalePools(deps)).finished);
+    }
+    expect(sim.cloud.members('np-t4')).toHaveLength(4);
+    // Before, the shrink was published `succeeded` the round after it was sent, while both nodes stayed in the pool.
+    expect(events().map((e) => e.state)).toEqual(['requested', 'failed']);
+    expect(finished.filter((f) => Object.keys(f).length > 0)).toEqual([{ 'np-t4': 'failed' }]);
+    const closing = events()[1]!;
+    expect(closing).toMatchObject({ from: 4, to: 2, taskId: 'T-said-done' });
+    expect(closing.reason).toContain('ACK said its task T-said-done succeeded');
+    expect(closing.reason).toContain(withCpuPod);
+    expect(closing.reason).toContain(bare);
+    expect(closing.reason).toContain('still in the pool');
+  });
+
+  it('closes a shrink as succeeded only once its nodes have left the pool', async () => {
+    const [, withCpuPod, , bare] = names as [string, string, string, string];
+    await autoscalePools(deps);
+    await clock.advance(10 * MIN);
+    await autoscalePools(deps);
+    await clock.advance(MIN);
+    await autoscalePools(deps);
+    // The task ends (30 s) but the node objects are still there: not told done.
+    await clock.advance(MIN);
+    expect((await autoscalePools(deps)).finished).toEqual({});
+    expect(events().map((e) => e.state)).toEqual(['requested']);
+    // ACK deletes the nodes: the next rounds see them gone, then close the shrink.
+    kube.cluster.nodes.delete(withCpuPod);
+    kube.cluster.nodes.delete(bare);
+    await clock.advance(MIN);
+    await autoscalePools(deps);
+    await clock.advance(MIN);
+    expect((await autoscalePools(deps)).finished).toEqual({ 'np-t4': 'succeeded' });
+    expect(events().map((e) => e.state)).toEqual(['requested', 'succeeded']);
   });
 
   it('tells a person once when a removal task is still running after the drain timeout, leaving the node cordoned', async () => {
@@ -505,6 +561,65 @@ describe('autoscale-pools gives idle nodes back', () => {
     await clock.advance(1 * MIN);
     expect((await autoscalePools(deps)).draining).toEqual([withCpuPod]);
     expect(sim.cloud.calls.filter((c) => c.action === 'RemoveNodePoolNodes')).toHaveLength(0);
+  });
+
+  it("never lifts remediation's hold on a node it was draining: handed back only once remediation lets it go", async () => {
+    const [, withCpuPod, , bare] = names as [string, string, string, string];
+    kube.cluster.addPod({
+      name: 'serve-1',
+      namespace: 'ml',
+      nodeName: bare,
+      extendedResources: { 'nvidia.com/gpu': 1 },
+      requests: { 'nvidia.com/gpu': 1 },
+    });
+    kube.cluster.pod('ml', 'sidecar')!.labels = { app: 'sidecar' };
+    kube.cluster.addPdb({ namespace: 'ml', matchLabels: { app: 'sidecar' }, minAvailable: 1 });
+    const notifier = new RecordingNotifier();
+    deps.notifier = notifier;
+    deps.policy = AutoscalePolicySchema.parse({
+      pools: { 'np-t4': { min: 1, max: 6 } },
+      scaleIn: { idleMinutes: 10, drainTimeoutMinutes: 5 },
+    });
+    await autoscalePools(deps);
+    await clock.advance(10 * MIN);
+    expect((await autoscalePools(deps)).draining).toEqual([withCpuPod]);
+    // An XID on the idle node's GPU: remediation takes it (its state label) while gpu-reflex drains it.
+    await kube.nodes.setLabels(withCpuPod, { [STATE_LABEL]: 'draining' });
+    await clock.advance(5 * MIN);
+    await autoscalePools(deps);
+    // Before, the drain's timeout uncordoned it here: a node remediation holds for a GPU fault took pods again.
+    expect((await kube.nodes.get(withCpuPod)).unschedulable).toBe(true);
+    expect(notifier.notices).toEqual([]);
+    await clock.advance(MIN);
+    await autoscalePools(deps);
+    expect((await kube.nodes.get(withCpuPod)).unschedulable).toBe(true);
+    // Remediation returns it healthy: the cordon was gpu-reflex's (remediation leaves a cordon it did not make), so
+    // it is lifted now, and a person told.
+    await kube.nodes.setLabels(withCpuPod, { [STATE_LABEL]: 'healthy' });
+    await clock.advance(MIN);
+    await autoscalePools(deps);
+    expect((await kube.nodes.get(withCpuPod)).unschedulable).toBe(false);
+    expect(notifier.notices.map((n) => n.title)).toEqual([`gpu-reflex: could not give back ${withCpuPod}`]);
+    expect(sim.cloud.calls.filter((c) => c.action === 'RemoveNodePoolNodes')).toHaveLength(0);
+  });
+
+  it("never takes a pool under its minimum by its desired size: nodes ACK is still removing are not the pool's", async () => {
+    const cloud = deps.cloud;
+    // A person lowered the pool to 2 in the console: ACK has yet to remove two of its four nodes.
+    deps.cloud = Object.assign(Object.create(cloud) as typeof cloud, {
+      listNodePools: async () =>
+        (await cloud.listNodePools()).map((p) => (p.id === 'np-t4' ? { ...p, desiredSize: 2 } : p)),
+    });
+    await autoscalePools(deps);
+    await clock.advance(10 * MIN);
+    // Before, both idle nodes were drained (counted against the 4 nodes there, not the 2 asked for), then removed:
+    // RemoveNodePoolNodes lowers the desired size, 2 → 0, under the pool's minimum of 1.
+    const start = await autoscalePools(deps);
+    expect(start.draining).toHaveLength(1);
+    expect(start.kept.map((k) => k.why)).toContain('t4 is at its minimum of 1 nodes');
+    await clock.advance(MIN);
+    await autoscalePools(deps);
+    expect(events()[0]).toMatchObject({ from: 2, to: 1, state: 'requested' });
   });
 
   it('cordons a node on the record as leaving whose cordon a failed round never made', async () => {

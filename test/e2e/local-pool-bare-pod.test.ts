@@ -17,6 +17,9 @@ describe('node pools on the embedded stack (issue #34)', () => {
       'cn-hangzhou.10.0.0.5 kept: ml-infer/debug-shell blocks its removal: it has no controller, ' +
         'nothing would recreate it (a bare pod)',
     );
-    expect(lineAt(lines, /idle cn-hangzhou\.10\.0\.0\.5 kept: ml-infer\/debug-shell blocks its removal/)).toBe(13 * 60);
+    // The first round after the shrink says it (12:00); the shrink is told done at 13:00, the round after its node
+    // is seen gone from the pool (before, at 12:00, on ACK's task alone).
+    expect(lineAt(lines, /idle cn-hangzhou\.10\.0\.0\.5 kept: ml-infer\/debug-shell blocks its removal/)).toBe(12 * 60);
+    expect(lineAt(lines, /GPU Pool Scaled\s+node pool t4-inference shrunk 4 → 3/)).toBe(13 * 60);
   }, 180_000);
 });

@@ -13,6 +13,7 @@ const pool = (o: Partial<ScaleInPool> = {}): ScaleInPool => ({
   min: 1,
   maxStep: 10,
   nodes: ['a', 'b', 'c', 'd'].map((name) => ({ name, eligible: true, gpuPods: name === 'a' ? 1 : 0 })),
+  desired: 4,
   leaving: [],
   template,
   ...o,
@@ -46,6 +47,15 @@ describe('planScaleIn', () => {
     expect(
       planScaleIn(pool({ maxStep: 2, leaving: ['b'] }), idle, [], 30 * MIN, 10).release.map((r) => r.node),
     ).toEqual(['c']);
+  });
+
+  it('never goes under the minimum by the desired size either: nodes there beyond it are on their way out', () => {
+    const idle = { b: 0, c: 0, d: 0 };
+    // Four nodes there, but the pool asks for 2 (lowered by a person; ACK removes the others): one may leave.
+    const d = planScaleIn(pool({ desired: 2 }), idle, [], 30 * MIN, 10);
+    expect(d.release.map((r) => r.node)).toEqual(['b']);
+    expect(d.kept).toContainEqual({ node: 'c', why: 't4 is at its minimum of 1 nodes' });
+    expect(planScaleIn(pool({ desired: 2, leaving: ['b'] }), idle, [], 30 * MIN, 10).release).toEqual([]);
   });
 
   it('keeps nodes remediation or a person holds, and keeps everything while a waiting pod could use the pool', () => {

@@ -2,7 +2,10 @@
  * Scale-in (pure): which nodes of a pool have been idle long enough to give back. A node is idle
  * while no pod that asks for a GPU runs on it (DaemonSet pods do not count: every node has them);
  * after `idleMinutes` of that it may be drained and released, unless
- * - the pool would fall under its minimum (counting nodes already on their way out),
+ * - the pool would fall under its minimum (counting nodes already on their way out), by the nodes there and by its
+ *   desired size: a removal lowers the desired size, so nodes there beyond it (ones ACK is still removing after a
+ *   person lowered it) are no room to give back (cluster-autoscaler likewise weighs the group's TargetSize less the
+ *   deletions in progress against MinSize: "node group min size reached", cluster-autoscaler/core/scale_down.go),
  * - remediation holds the node (its state label or taint: a broken node is repair's, not ours),
  * - someone else cordoned it (an admin's cordon is a person's decision),
  * - a pending GPU pod could run on a node of this pool (it would only be bought back),
@@ -29,6 +32,8 @@ export interface ScaleInPool {
   maxStep: number;
   /** Nodes of the pool that count towards its size (joined, not on their way out). */
   nodes: IdleNode[];
+  /** The pool's desired size as ACK gives it (removals already sent lowered it). */
+  desired: number;
   /** Nodes already being drained by gpu-reflex for removal. */
   leaving: string[];
   template: NodeTemplate;
@@ -66,7 +71,9 @@ export function planScaleIn(
   const wanted = pending.find((p) => whyNot(p, pool.template) === undefined);
   if (wanted)
     return (keep(`${wanted.key} waits and could run on a node of ${pool.name}`), { idleSince, release, kept });
-  let room = Math.min(pool.maxStep - pool.leaving.length, pool.nodes.length - pool.leaving.length - pool.min);
+  // What the pool keeps: its nodes there and its desired size, the lower (each leaving node lowers both once removed).
+  const size = Math.min(pool.nodes.length, pool.desired);
+  let room = Math.min(pool.maxStep - pool.leaving.length, size - pool.leaving.length - pool.min);
   for (const [node, since] of due) {
     const n = pool.nodes.find((x) => x.name === node)!;
     if (!n.eligible) kept.push({ node, why: n.heldBy ?? 'not eligible' });
@@ -74,7 +81,7 @@ export function planScaleIn(
       kept.push({
         node,
         why:
-          pool.nodes.length - pool.leaving.length - release.length <= pool.min
+          size - pool.leaving.length - release.length <= pool.min
             ? `${pool.name} is at its minimum of ${pool.min} nodes`
             : `at most ${pool.maxStep} nodes of ${pool.name} leave at once`,
       });
