@@ -198,7 +198,8 @@ export async function followArrivals(
       [
         {
           title:
-            `gpu-reflex: node pool ${p.name} grew ${g.from} → ${a.growing.to} but its new nodes are not ready with GPUs ` +
+            `gpu-reflex: node pool ${p.name} grew ${g.from} → ${a.growing.to} ` +
+            `but its new nodes are not ready with GPUs ` +
             `after ${MAX_NODE_PROVISION_MS / 60_000} min`,
           text: `${p.name}: ${a.overdue}. ${why}. Waiting pods go to other pools that fit them, or wait.`.slice(
             0,

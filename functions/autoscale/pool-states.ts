@@ -181,7 +181,8 @@ export async function poolStates(
       until === undefined
         ? undefined
         : record?.refused
-          ? `ACK refused its size at ${hhmm(record.refused.at)} (${record.refused.why}): not asked again until ${hhmm(until)}`
+          ? `ACK refused its size at ${hhmm(record.refused.at)} (${record.refused.why}): ` +
+            `not asked again until ${hhmm(until)}`
           : `cooling down until ${hhmm(until)} after its last scale-out`;
     const frozen = p.ackAutoScaling.enable
       ? "ACK's own autoscaler manages this pool"
