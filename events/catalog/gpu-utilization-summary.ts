@@ -13,6 +13,15 @@ export const GpuUtilizationSummaryDetailSchema = z
     windowStart: Timestamp,
     windowEnd: Timestamp,
     samples: count(),
+    /**
+     * How long the agent went without a sample inside the window, by its own clock: the stretches between two
+     * samples (the window's start and end counting as such) longer than two windows, summed; 0: sampled
+     * throughout (docs/node-agent.md). A stall (the agent's event loop blocked, NVML hanging or failing every
+     * sample, the process stopped) ends in a window that spans it with only the samples taken before it: its
+     * avg/max do not speak for that time. idle-gpus counts nothing in a window with unsampled time idle, and
+     * nothing in a summary without this field (an agent older than it cannot say: docs/cost.md).
+     */
+    unsampledMs: count().optional(),
     gpus: z
       .array(
         z

@@ -40,6 +40,7 @@ export function summary(
     windowStart: new Date(start).toISOString(),
     windowEnd: new Date(start + lengthMs).toISOString(),
     samples: 10,
+    unsampledMs: 0,
     gpus: gpus.map((g, index) => ({
       index,
       uuid: g.uuid,

@@ -111,6 +111,37 @@ describe('UtilizationWindow', () => {
     expect(s.gpus[0]!.migDevices).toEqual([{ gpuInstanceId: 1, profile: '3g.40gb' }]);
   });
 
+  it('says how long a window went unsampled: a stall inside it is unknown time, never summarised as sampled', () => {
+    // The agent's event loop blocked, NVML hung, the process was stopped: the next sample closes a window that spans
+    // the stall with only the samples taken before it. idle-gpus read its max as the whole span's and counted minutes
+    // nobody measured as idle (functions/idle/core/readings.ts); the window says so instead.
+    const w = new UtilizationWindow(60_000, 0);
+    for (let s = 0; s < 60; s += 5) expect(w.add([gpu(0, 0)], s * 1000)).toBeUndefined();
+    expect(w.add([gpu(0, 0)], 60_000)).toMatchObject({ samples: 12, unsampledMs: 0 });
+    for (let s = 65; s <= 80; s += 5) w.add([gpu(0, 0)], s * 1000);
+    // No sample from 80 s to 380 s: the late one closes the window [60 s, 380 s].
+    const stalled = w.add([gpu(0, 0)], 380_000)!;
+    expect(stalled).toMatchObject({ windowEnd: '1970-01-01T00:06:20.000Z', samples: 5, unsampledMs: 300_000 });
+    expect(stalled.gpus[0]!.utilPercent).toEqual({ avg: 0, max: 0 });
+    // Sampling that failed (NVML errors: no sample added) is the same unknown time; the next window starts clean.
+    const failing = new UtilizationWindow(60_000, 0);
+    failing.add([gpu(0, 0)], 0);
+    failing.add([gpu(0, 0)], 5_000);
+    expect(failing.add([gpu(0, 0)], 135_000)).toMatchObject({ samples: 2, unsampledMs: 130_000 });
+    expect(failing.flush(140_000)).toMatchObject({ samples: 1, unsampledMs: 0 });
+  });
+
+  it('holds a sample interval as long as the window, and a sample late by up to a window more, as on time', () => {
+    // The embedded stack's scenarios sample every 60 s on 60 s windows, on a virtual clock that moves in steps: one
+    // sample a window, now and then one 90 s after the last. A stall is a stretch longer than two windows.
+    const w = new UtilizationWindow(60_000, 0);
+    w.add([gpu(0, 0)], 0);
+    expect(w.add([gpu(0, 0)], 60_000)).toMatchObject({ samples: 1, unsampledMs: 0 });
+    expect(w.add([gpu(0, 0)], 150_000)).toMatchObject({ samples: 1, unsampledMs: 0 });
+    expect(w.add([gpu(0, 0)], 270_000)).toMatchObject({ samples: 1, unsampledMs: 0 });
+    expect(w.add([gpu(0, 0)], 390_001)).toMatchObject({ samples: 1, unsampledMs: 120_001 });
+  });
+
   it('has nothing to say for a window without samples', () => {
     expect(new UtilizationWindow(1000, 0).flush(1000)).toBeUndefined();
   });

@@ -4,6 +4,7 @@ import type { ApprovalRecord } from '../../lib/approvals.ts';
 import { idleApprovalId, planIdle, type IdleFinding, type IdlePlan, type PodFacts } from './planner.ts';
 import { IdlePolicySchema, parseIdlePolicy, type IdlePolicy } from './policy.ts';
 import type { IdleRecord } from '../../lib/idle-record.ts';
+import type { GpuUtilizationSummaryDetail } from '../../../events/index.ts';
 
 const NODE = { name: 'gpu-1', labels: { 'node.kubernetes.io/instance-type': 'ecs.gn7i-c8g1.2xlarge' } };
 const policy = (o: object = {}): IdlePolicy =>
@@ -24,16 +25,19 @@ function run(
     holders?: ReturnType<typeof holder>[] | null;
     gapAt?: number;
     approvals?: (record: IdleRecord) => Record<string, ApprovalRecord>;
+    /** The summary of window `i` as the agent would send it otherwise (a stall, an older agent). */
+    edit?: (i: number, s: GpuUtilizationSummaryDetail) => GpuUtilizationSummaryDetail;
   } = {},
 ): { plans: IdlePlan[]; findings: IdleFinding[]; record: IdleRecord } {
   let record: IdleRecord = { tracks: [] };
   const plans: IdlePlan[] = [];
   readings.forEach((gpus, i) => {
     const start = T0 + i * 10 * MIN + (o.gapAt !== undefined && i >= o.gapAt ? 30 * MIN : 0);
+    const s = summary(start, gpus, o.holders === undefined ? NB : o.holders);
     const plan = planIdle(
       {
         node: NODE,
-        summary: summary(start, gpus, o.holders === undefined ? NB : o.holders),
+        summary: o.edit ? o.edit(i, s) : s,
         pods: o.pods ?? PODS,
         record,
         ...(o.approvals ? { approvals: o.approvals(record) } : {}),
@@ -204,6 +208,43 @@ describe('planIdle', () => {
     expect(findings.map((f) => f.state)).toEqual(['idle', 'cancelled']);
     expect(findings[1]!.reason).toMatch(/no utilization reading/);
     expect(plans.flatMap((x) => x.evictions)).toEqual([]);
+  });
+
+  it('never counts a window the agent did not sample throughout as idle: a stall in it is unknown time', () => {
+    // The agent's event loop blocked (or NVML hung, or the process was stopped) 8 of the 10 minutes of window 15:
+    // its summary spans the stall with the samples taken before it. Read as idle, the minutes nobody measured took
+    // the run past its deadline and the pod was evicted; unknown, they end the run and cancel its eviction.
+    const p = policy({ namespaces: { research: { evict: { afterMinutes: 60 } } } });
+    const stalled = (i: number, s: GpuUtilizationSummaryDetail) => (i === 15 ? { ...s, unsampledMs: 8 * MIN } : s);
+    const { findings, plans, record } = run(times(19, [idle]), p, { edit: stalled });
+    expect(findings.map((f) => [f.state, (f.at - T0) / MIN])).toEqual([
+      ['idle', 120],
+      ['cancelled', 160],
+    ]);
+    expect(findings[1]!.reason).toMatch(
+      /did not sample for 480 s of the window.*not counted idle.*eviction is cancelled/,
+    );
+    expect(plans.flatMap((x) => x.evictions)).toEqual([]);
+    // The run ended before the stalled window (its idle time kept in the history up to there) and starts after it.
+    expect(record.tracks[0]!.since).toBe(T0 + 160 * MIN);
+    expect(record.history).toEqual([expect.objectContaining({ ms: 150 * MIN })]);
+  });
+
+  it("never counts an older agent's summary as idle: it does not say whether it sampled the whole window", () => {
+    // Functions are upgraded before agents (docs/upgrade.md): until its agent is, a node's idle runs wait.
+    const older = (_: number, s: GpuUtilizationSummaryDetail) => {
+      const { unsampledMs: _unsampled, ...rest } = s;
+      return rest;
+    };
+    const { findings, record } = run(times(14, [idle]), policy(), { edit: older });
+    expect([findings, record.tracks]).toEqual([[], []]);
+  });
+
+  it('reads a stalled window whose samples show work as busy: work seen is work', () => {
+    const stalled = (i: number, s: GpuUtilizationSummaryDetail) => (i === 13 ? { ...s, unsampledMs: 8 * MIN } : s);
+    const { findings } = run([...times(13, [idle]), [busy]], policy(), { edit: stalled });
+    expect(findings.map((f) => f.state)).toEqual(['idle', 'cancelled']);
+    expect(findings[1]!.reason).toMatch(/utilization came back/);
   });
 
   it('counts memory activity: a GPU whose memory controller works is not idle', () => {

@@ -5,8 +5,9 @@
  * namespace opted in and the deadline passed, cancel when utilization returns. Plain data in and out.
  *
  * Evidence, not time: a window without a reading for the device (MIG instances report no SM
- * utilization: only their framebuffer use counts) or without holders is never read as idle, and a gap
- * between windows longer than `gapMinutes` starts the run again. So an eviction only ever follows a run
+ * utilization: only their framebuffer use counts), one the agent did not sample throughout (a stall:
+ * `unsampledMs`) or without holders is never read as idle, and a gap between windows longer than
+ * `gapMinutes` starts the run again. So an eviction only ever follows a run
  * of windows each of which showed the device idle, and is made only in a window that reads every device the
  * pod holds idle (one busy or unknown may be doing its work).
  */
@@ -27,7 +28,7 @@ import {
   type IdleFinding,
   type IdlePlan,
 } from './plan-types.ts';
-import { idleCost, migShare, readDevice, round } from './readings.ts';
+import { idleCost, migShare, readDevice, round, unsampled } from './readings.ts';
 
 // Importable from here as before.
 export { idleApprovalId } from './approval-verdict.ts';
@@ -76,6 +77,8 @@ export function planIdle(f: IdleFacts, policy: IdlePolicy): IdlePlan {
   if (we <= Math.max(f.record.closedTo ?? 0, ...f.record.tracks.map((t) => t.lastEnd)))
     return unchanged('a summary whose windows were seen already (redelivered or late)');
   const gapMs = policy.gapMinutes * 60_000;
+  // A window the agent did not sample throughout reads unknown for every device it saw idle (readings.ts: why whole).
+  const stalled = unsampled(f.summary);
   const pool = f.node.labels[POOL_LABEL];
   const instanceType = f.node.labels[INSTANCE_TYPE_LABEL];
   const pods = new Map(f.pods.map((p) => [`${p.namespace}/${p.name}`, p]));
@@ -153,7 +156,9 @@ export function planIdle(f: IdleFacts, policy: IdlePolicy): IdlePlan {
         reading === 'busy'
           ? `utilization came back to ${what} on ${node}`
           : reading === 'unknown'
-            ? `${what} on ${node} has no utilization reading: it is not counted idle`
+            ? stalled !== undefined
+              ? `${what} on ${node}: ${stalled}: it is not counted idle`
+              : `${what} on ${node} has no utilization reading: it is not counted idle`
             : `no utilization of ${what} on ${node} was seen for ${Math.round((ws - prev.lastEnd) / 60_000)} min`;
       const cancelled = prev.evictAt !== undefined ? '; its eviction is cancelled' : '';
       findings.push(finding('cancelled', prev, prev.lastEnd - prev.since, `${who}: ${why}${cancelled}`));

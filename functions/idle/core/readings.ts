@@ -4,8 +4,38 @@ import type { IdlePolicy } from './policy.ts';
 /** A device's reading in one summary, a MIG instance's share of its GPU, and what idle time cost (planner.ts). */
 type Reading = 'idle' | 'busy' | 'unknown';
 
-/** The device's reading in this summary: max over the window under the threshold, for every measure it has. */
+/**
+ * Why the summary's readings do not speak for its whole window, or undefined when they do. The agent says how long
+ * it went without a sample inside the window (`unsampledMs`: a stall, NVML failing): the max of the samples taken
+ * before a stall says nothing of the stall, so such a window is unknown for every device. Whole, not its sampled
+ * part: a run is one stretch of time from `since` to `lastEnd` (its idle time, its cost, its history), and a window
+ * with a hole in it cannot be carried on without counting the hole — ending the run errs toward evicting no one.
+ * A summary without the field comes from an agent older than it (functions are upgraded first: docs/upgrade.md),
+ * which cannot say whether it sampled throughout: unknown too, until the node's agent is upgraded.
+ */
+export function unsampled(summary: GpuUtilizationSummaryDetail): string | undefined {
+  if (summary.unsampledMs === undefined)
+    return 'its agent does not say whether it sampled the whole window (an agent older than unsampledMs)';
+  if (summary.unsampledMs > 0)
+    return `its agent did not sample for ${Math.round(summary.unsampledMs / 1000)} s of the window (a stall)`;
+  return undefined;
+}
+
+/**
+ * The device's reading in this summary: max over the window under the threshold, for every measure it has, and
+ * the window sampled throughout. A window with a stall still reads busy when its samples say so: work seen is work.
+ */
 export function readDevice(
+  summary: GpuUtilizationSummaryDetail,
+  gpu: string,
+  mig: string | undefined,
+  thresholdPercent: number,
+): Reading {
+  const r = readSamples(summary, gpu, mig, thresholdPercent);
+  return r === 'idle' && unsampled(summary) !== undefined ? 'unknown' : r;
+}
+
+function readSamples(
   summary: GpuUtilizationSummaryDetail,
   gpu: string,
   mig: string | undefined,
