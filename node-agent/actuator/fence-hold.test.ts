@@ -247,6 +247,28 @@ describe('the fence, by identity and held', () => {
     expect(r.fence.read().uuid).toEqual([]);
   });
 
+  it('never says the GPU left the unhealthy devices while another writer still lists it by index', async () => {
+    const r = rig();
+    await r.actuator.tick();
+    // ACK's node-problem-detector isolates the same GPU by its index: its entry, not ours.
+    writeFileSync(r.path, JSON.stringify({ index: ['0'], uuid: [G0] }));
+    r.annotations[GPU_ACTIONS_ANNOTATION] = JSON.stringify([
+      {
+        id: 'unfence.0002',
+        action: 'unfence',
+        gpuUuid: G0,
+        incident: 'n1/GPU-0/xid-95',
+        requestedAt: new Date(T0).toISOString(),
+        timeoutSeconds: 600,
+      },
+    ]);
+    await r.actuator.tick();
+    expect(r.fence.read()).toEqual({ index: ['0'], uuid: [] }); // the other writer's entry stays
+    const unfence = r.published.find((d) => d.action === 'unfence');
+    expect(unfence).toMatchObject({ state: 'done' });
+    expect(unfence?.reason).toContain('still listed by another writer');
+  });
+
   it("answers the fence again once its Node's allocatable changes, so the functions verify it then (not at the next sweep)", async () => {
     const r = rig({ allocatable: 8 });
     await r.actuator.tick();
