@@ -30,18 +30,38 @@ export function readEccState(path: string): EccMemory {
 /**
  * GPUs remembered from earlier runs that NVML does not list now fire `gpu-missing`; ones that were
  * missing and are back resolve it. The memory keeps every GPU ever seen here (a GPU removed on
- * purpose: delete the file).
+ * purpose: delete the file). No file is a first start; a file there that cannot be read or is not
+ * this shape is unknown, never a first start: read as one, it was written over with today's GPUs and
+ * a GPU gone since was never reported. It is kept as it is, nothing is compared, and the log says why.
  */
 export function compareGpuMemory(path: string, source: StartSource, log: PublisherLog): HealthEvent[] {
   let memory: { gpus: GpuRef[]; missing: string[] } = { gpus: [], missing: [] };
+  let text: string | undefined;
   try {
-    const raw = JSON.parse(readFileSync(path, 'utf8')) as { gpus?: GpuRef[]; missing?: string[] };
-    memory = {
-      gpus: Array.isArray(raw.gpus) ? raw.gpus : [],
-      missing: Array.isArray(raw.missing) ? raw.missing : [],
-    };
-  } catch {
+    text = readFileSync(path, 'utf8');
+  } catch (err) {
+    if ((err as NodeJS.ErrnoException).code !== 'ENOENT') return gpuMemoryUnread(path, String(err), log);
     // first start on this node: nothing to compare with
+  }
+  if (text !== undefined) {
+    let raw: unknown;
+    try {
+      raw = JSON.parse(text);
+    } catch (err) {
+      return gpuMemoryUnread(path, String(err), log);
+    }
+    const r = raw as { gpus?: unknown; missing?: unknown } | null;
+    const ref = (g: unknown) =>
+      !!g && typeof g === 'object' && typeof (g as GpuRef).uuid === 'string' && typeof (g as GpuRef).index === 'number';
+    if (
+      !r ||
+      typeof r !== 'object' ||
+      !Array.isArray(r.gpus) ||
+      !r.gpus.every(ref) ||
+      (r.missing !== undefined && (!Array.isArray(r.missing) || !r.missing.every((u) => typeof u === 'string')))
+    )
+      return gpuMemoryUnread(path, 'not {"gpus": [{index, uuid, …}], "missing": [uuid]}', log);
+    memory = { gpus: r.gpus as GpuRef[], missing: (r.missing as string[] | undefined) ?? [] };
   }
   const now = new Set(source.gpus.map((g) => g.uuid));
   const out: HealthEvent[] = [];
@@ -87,6 +107,16 @@ export function compareGpuMemory(path: string, source: StartSource, log: Publish
     log.warn('GPU memory not saved', { path, error: String(err) });
   }
   return out;
+}
+
+/** The GPU memory there but not readable: kept as it is (a person mends or deletes it), and said. */
+function gpuMemoryUnread(path: string, why: string, log: PublisherLog): HealthEvent[] {
+  log.warn(
+    'GPU memory not readable: GPUs gone since an earlier run are not checked at this start (gpu-missing); ' +
+      'the file is kept as it is: mend it, or delete it to start remembering from the GPUs listed now',
+    { path, error: why },
+  );
+  return [];
 }
 
 /**

@@ -260,6 +260,10 @@ export class Agent {
       this.log.error('GPU lost', { index: event.deviceIndex, uuid: event.uuid, pciBusId: event.pciBusId });
       return this.sampleOnce(now);
     }
+    if (event.kind === 'gpu-watched') {
+      this.log.info('NVML events from this GPU again', { index: event.deviceIndex, uuid: event.uuid });
+      return [];
+    }
     if (event.xid !== undefined) {
       await this.o.kernelLog?.catchUp(KMSG_CATCH_UP_MS);
       return this.emit(this.xid.nvmlXid(event, event.xid, now));

@@ -45,7 +45,7 @@ import {
   type GpuActionResultDetail,
   type GpuActionState,
 } from '../../events/index.ts';
-import { allocatableSeen, fenceOnce, holdFence } from './fence-hold.ts';
+import { allocatableSeen, fenceOnce, holdFence, lists } from './fence-hold.ts';
 import { writeGpuDevices, writeMigInventory } from './node-annotations.ts';
 import type { ActuatorOptions } from './options.ts';
 import { GpuProbes } from './probe.ts';
@@ -265,13 +265,20 @@ export class GpuActuator {
           // The same words: the answer on the Node stands (no write per tick).
           return prior?.state === 'running' && prior.reason === reason ? prior : { ...base, state: 'running', reason };
         }
-        return {
-          ...base,
-          state: 'done',
-          reason: removed
-            ? "removed from the device plugin's unhealthy devices"
-            : 'not listed by gpu-reflex: left as it was',
-        };
+        if (!removed) return { ...base, state: 'done', reason: 'not listed by gpu-reflex: left as it was' };
+        // Our entry is gone; another writer's (ACK's node-problem-detector lists by index) keeps the GPU out, and
+        // the answer says so rather than call the GPU out of the unhealthy devices.
+        let reason = "removed from the device plugin's unhealthy devices";
+        try {
+          if (lists(this.o.fence.read(), r.gpuUuid, index))
+            reason =
+              "gpu-reflex's entry removed; still listed by another writer (their entry left as it is): " +
+              'the GPU stays out of the allocatable until they remove it';
+        } catch (err) {
+          const why = err instanceof Error ? err.message : String(err);
+          reason = `gpu-reflex's entry removed; whether another writer still lists it is unknown: ${why}`;
+        }
+        return { ...base, state: 'done', reason: reason.slice(0, 512) };
       }
       case 'reset': {
         if (index === undefined) return { ...base, state: 'failed', reason: 'NVML does not know this GPU' };

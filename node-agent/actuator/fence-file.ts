@@ -41,15 +41,27 @@ export class FenceFile implements FenceFileOps {
     return { index: (r.index ?? []).map(String), uuid: (r.uuid ?? []).map(String) };
   }
 
-  /** The UUIDs gpu-reflex added (its own record). */
+  /**
+   * The UUIDs gpu-reflex added (its own record; missing: none yet). A record there that cannot be read or is not a
+   * list of UUIDs throws: unknown, never "none of ours" — read as none, an unfence would find the GPU not its own and
+   * answer done while it stays listed, and the next fence would write the record over, losing the other claims.
+   * Only this agent writes the record, always whole, so an empty one is damage too.
+   */
   ours(): string[] {
     const record = `${this.path}.gpu-reflex.json`;
     if (!existsSync(record)) return [];
+    let raw: unknown;
     try {
-      return (JSON.parse(readFileSync(record, 'utf8')) as string[]).map(String);
-    } catch {
-      return [];
+      raw = JSON.parse(readFileSync(record, 'utf8'));
+    } catch (err) {
+      throw new Error(
+        `fence file's record of gpu-reflex's own entries not readable: ${record}: ` +
+          `${err instanceof Error ? err.message : String(err)}`,
+      );
     }
+    if (!Array.isArray(raw) || !raw.every((u) => typeof u === 'string'))
+      throw new Error(`fence file's record of gpu-reflex's own entries not readable: ${record}: not a list of UUIDs`);
+    return raw;
   }
 
   /**

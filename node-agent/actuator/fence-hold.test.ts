@@ -208,6 +208,67 @@ describe('the fence, by identity and held', () => {
     expect(r.published.at(-1)).toMatchObject({ action: 'unfence', state: 'done' });
   });
 
+  it('reads an unreadable record of its own entries as unknown: an unfence holds, a fence fails, the record is kept', async () => {
+    const r = rig();
+    await r.actuator.tick(); // GPU 0 fenced: listed, and recorded as ours
+    expect(r.fence.read().uuid).toEqual([G0]);
+    const record = `${r.path}.gpu-reflex.json`;
+    // The record cut short (a full disk, a hand edit): which entries are ours is unknown, not "none".
+    const cut = `["${G0}"`;
+    writeFileSync(record, cut);
+    const ask = (id: string, action: string, gpuUuid: string) => ({
+      id,
+      action,
+      gpuUuid,
+      incident: 'n1/GPU-0/xid-95',
+      requestedAt: new Date(T0).toISOString(),
+      timeoutSeconds: 600,
+    });
+    r.annotations[GPU_ACTIONS_ANNOTATION] = JSON.stringify([
+      ask('unfence.0002', 'unfence', G0),
+      ask('fence.0003', 'fence', G5),
+    ]);
+    await r.actuator.tick();
+    const results = () =>
+      JSON.parse(r.annotations[GPU_ACTION_RESULTS_ANNOTATION] ?? '{}') as Record<string, GpuActionState>;
+    // Not "done" while the GPU stays listed: nobody is told it is back in service.
+    expect(results()['unfence.0002']).toMatchObject({ state: 'running' });
+    expect(results()['unfence.0002']?.reason).toContain('record');
+    expect(r.fence.read().uuid).toEqual([G0]);
+    // A fence of another GPU fails rather than write the record over from nothing (GPU 0's claim kept).
+    expect(results()['fence.0003']).toMatchObject({ state: 'failed' });
+    expect(readFileSync(record, 'utf8')).toBe(cut);
+    expect(r.published.filter((d) => d.action === 'unfence')).toHaveLength(0);
+    // Readable again: the unfence goes through.
+    writeFileSync(record, JSON.stringify([G0]));
+    r.advance(5_000);
+    await r.actuator.tick();
+    expect(results()['unfence.0002']).toMatchObject({ state: 'done' });
+    expect(r.fence.read().uuid).toEqual([]);
+  });
+
+  it('never says the GPU left the unhealthy devices while another writer still lists it by index', async () => {
+    const r = rig();
+    await r.actuator.tick();
+    // ACK's node-problem-detector isolates the same GPU by its index: its entry, not ours.
+    writeFileSync(r.path, JSON.stringify({ index: ['0'], uuid: [G0] }));
+    r.annotations[GPU_ACTIONS_ANNOTATION] = JSON.stringify([
+      {
+        id: 'unfence.0002',
+        action: 'unfence',
+        gpuUuid: G0,
+        incident: 'n1/GPU-0/xid-95',
+        requestedAt: new Date(T0).toISOString(),
+        timeoutSeconds: 600,
+      },
+    ]);
+    await r.actuator.tick();
+    expect(r.fence.read()).toEqual({ index: ['0'], uuid: [] }); // the other writer's entry stays
+    const unfence = r.published.find((d) => d.action === 'unfence');
+    expect(unfence).toMatchObject({ state: 'done' });
+    expect(unfence?.reason).toContain('still listed by another writer');
+  });
+
   it("answers the fence again once its Node's allocatable changes, so the functions verify it then (not at the next sweep)", async () => {
     const r = rig({ allocatable: 8 });
     await r.actuator.tick();

@@ -240,6 +240,22 @@ describe('a reset with the GPU Operator paused (opt-in)', () => {
     expect(r.annotations[OPERATOR_PAUSED_ANNOTATION]).toBeUndefined();
   });
 
+  it('never takes a pause record it cannot read for none: the labels are not recorded as false, nothing written over it', async () => {
+    const r = rig({ labels: { [DP]: 'true' } });
+    r.ask();
+    await r.tick(); // paused: every deploy label false, what they were in the record
+    // The record damaged (a hand edit, a cut-off write by another tool): what the labels were is unknown.
+    const damaged = r.annotations[OPERATOR_PAUSED_ANNOTATION]!.slice(0, -3);
+    r.annotations[OPERATOR_PAUSED_ANNOTATION] = damaged;
+    const before = r.calls.length;
+    for (let i = 0; i < 4; i++) await r.tick();
+    // Read as absent, the next pause recorded `false` as the labels' prior values and "restored" them to false.
+    expect(r.calls.slice(before)).toEqual([]);
+    expect(r.annotations[OPERATOR_PAUSED_ANNOTATION]).toBe(damaged);
+    expect(r.state()).toMatchObject({ state: 'failed' });
+    expect(r.state().reason).toContain(OPERATOR_PAUSED_ANNOTATION);
+  });
+
   it('turns persistence mode back on after a restart between turning it off and the reset', async () => {
     const r = rig({ labels: { [DP]: 'true' } });
     r.ask();

@@ -66,25 +66,39 @@ export interface PauseDeps {
 
 type Base = Pick<GpuActionState, 'action' | 'gpuUuid' | 'at'>;
 
-function readRecord(raw: string | undefined): PauseRecord | undefined {
+/**
+ * The pause record on the Node: undefined when there is none; `{ unreadable }` when there is one that cannot be
+ * parsed or is not this shape. That is unknown, never "no pause": read as none, the next pause would record the
+ * labels it finds (`false`, from the pause before) as their prior values and "restore" them to `false` for good.
+ */
+function readRecord(raw: string | undefined): PauseRecord | { unreadable: string } | undefined {
   if (!raw) return undefined;
+  let r: PauseRecord;
   try {
-    const r = JSON.parse(raw) as PauseRecord;
-    return typeof r.id === 'string' &&
-      typeof r.at === 'number' &&
-      r.prior &&
-      typeof r.prior === 'object' &&
-      (r.persistenceOff === undefined || typeof r.persistenceOff === 'string')
-      ? r
-      : undefined;
-  } catch {
-    return undefined;
+    r = JSON.parse(raw) as PauseRecord;
+  } catch (err) {
+    return { unreadable: err instanceof Error ? err.message : String(err) };
   }
+  return r &&
+    typeof r.id === 'string' &&
+    typeof r.at === 'number' &&
+    r.prior &&
+    typeof r.prior === 'object' &&
+    Object.values(r.prior).every((v) => v === null || typeof v === 'string') &&
+    (r.persistenceOff === undefined || typeof r.persistenceOff === 'string')
+    ? r
+    : { unreadable: 'not {id, at, prior: {label: value | null}}' };
 }
+
+const unreadable = (why: string) =>
+  `the pause record (${OPERATOR_PAUSED_ANNOTATION}) is not readable: ${why}; what the GPU Operator's deploy ` +
+  `labels were is unknown, so labels and record are left as they are for a person to restore`;
 
 export class OperatorPause {
   /** Pauses begun or ended by `step` since the last `settle`: the annotation read before them is stale. */
   private readonly stepped = new Set<string>();
+  /** The unreadable record `settle` last said so of (said once, not every tick). */
+  private unreadSaid: string | undefined;
 
   constructor(private readonly d: PauseDeps) {}
 
@@ -98,6 +112,11 @@ export class OperatorPause {
     const record = readRecord(annotations[OPERATOR_PAUSED_ANNOTATION]);
     const apps = OPERATOR_CLIENTS.map((c) => c.app);
     this.stepped.add(r.id);
+    if (record && 'unreadable' in record) {
+      const reason = `not reset: ${unreadable(record.unreadable)}`;
+      this.d.log?.(`gpu action ${r.id}: ${reason}`);
+      return { ...base, state: 'failed', reason: reason.slice(0, 512) };
+    }
     if (!record || record.id !== r.id) {
       // Another request's pause left behind (an agent restarted mid-reset): put it back first.
       if (record) await this.restore(record);
@@ -162,7 +181,15 @@ export class OperatorPause {
    * its labels go back. `running`: the ids of resets still under way.
    */
   async settle(annotations: Record<string, string>, running: ReadonlySet<string>): Promise<void> {
-    const record = readRecord(annotations[OPERATOR_PAUSED_ANNOTATION]);
+    const raw = annotations[OPERATOR_PAUSED_ANNOTATION];
+    const record = readRecord(raw);
+    if (record && 'unreadable' in record) {
+      this.stepped.clear();
+      if (this.unreadSaid !== raw) this.d.log?.(unreadable(record.unreadable));
+      this.unreadSaid = raw;
+      return;
+    }
+    this.unreadSaid = undefined;
     const stepped = this.stepped.has(record?.id ?? '');
     this.stepped.clear();
     if (record && !running.has(record.id) && !stepped) await this.restore(record);

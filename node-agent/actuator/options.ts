@@ -69,7 +69,10 @@ export interface FenceFileOps {
    * but cannot be read or parsed: unknown, and nothing may be written over it (`add`, `remove` throw too).
    */
   read(): { index: string[]; uuid: string[] };
-  /** The UUIDs the agent added (its own record). */
+  /**
+   * The UUIDs the agent added (its own record; missing: none). Throws when the record is there but cannot be read or
+   * parsed: unknown, so `add` and `remove` throw too and neither the record nor the file is written over.
+   */
   ours(): string[];
   /** Lists the GPU (idempotent). Throws when the file cannot be read or written. */
   add(uuid: string, index: number | undefined): void;

@@ -20,7 +20,7 @@ import type { PublisherLog } from '../publisher/types.ts';
 
 /** Where the cursor's text lives; tests pass their own. */
 export interface CursorStore {
-  /** The saved text; undefined when there is none (a first start) or it cannot be read. */
+  /** The saved text; undefined when there is none (a first start). Throws when it is there but cannot be read. */
   read(): string | undefined;
   /** Replaces it (atomically: never half a cursor). Throws when it cannot be written. */
   write(text: string): void;
@@ -32,8 +32,9 @@ export function cursorFile(path: string): CursorStore {
     read: () => {
       try {
         return readFileSync(path, 'utf8');
-      } catch {
-        return undefined;
+      } catch (err) {
+        if ((err as NodeJS.ErrnoException).code === 'ENOENT') return undefined;
+        throw err;
       }
     },
     write: (text) => replaceFile(path, text),
@@ -45,6 +46,10 @@ export function kmsgSeq(line: string): number | undefined {
   const m = /^\d+,(\d+),\d+,[^;]*;/.exec(line);
   return m ? Number(m[1]) : undefined;
 }
+
+const CURSOR_UNREAD =
+  'kernel-log cursor not readable: the records the kernel logged while no agent ran are skipped as older than ' +
+  'the agent; XIDs among them are not published';
 
 export class KernelLogCursor {
   /** The last record dealt with (this boot), and the one saved; undefined: none yet. */
@@ -104,17 +109,27 @@ export class KernelLogCursor {
     }
   }
 
+  /**
+   * The saved cursor of this boot. One there that cannot be read or parsed is not a first start in silence: the
+   * records logged while no agent ran are skipped as older than the agent (as on a first start), and the log says
+   * so, once — XIDs may have gone unreported.
+   */
   private load(): number | undefined {
-    const text = this.bootId === undefined ? undefined : this.store?.read();
-    if (text === undefined) return undefined;
+    if (this.bootId === undefined) return undefined;
+    let c: { bootId?: unknown; seq?: unknown } | null;
     try {
-      const c = JSON.parse(text) as { bootId?: unknown; seq?: unknown };
-      // Another boot's numbers say nothing of this one's ring buffer.
-      return c.bootId === this.bootId && Number.isSafeInteger(c.seq) && (c.seq as number) >= 0
-        ? (c.seq as number)
-        : undefined;
-    } catch {
+      const text = this.store?.read();
+      if (text === undefined) return undefined;
+      c = JSON.parse(text) as { bootId?: unknown; seq?: unknown } | null;
+      if (!c || typeof c !== 'object') throw new Error('not {bootId, seq}');
+    } catch (err) {
+      this.log.warn(CURSOR_UNREAD, { error: err instanceof Error ? err.message : String(err) });
       return undefined;
     }
+    // Another boot's numbers say nothing of this one's ring buffer.
+    if (c.bootId !== this.bootId) return undefined;
+    if (Number.isSafeInteger(c.seq) && (c.seq as number) >= 0) return c.seq as number;
+    this.log.warn(CURSOR_UNREAD, { error: 'no sequence number' });
+    return undefined;
   }
 }

@@ -8,7 +8,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterEach, describe, expect, it } from 'vitest';
 import { FakeClock } from '../clock.ts';
-import { silentLog } from '../publisher/types.ts';
+import { silentLog, type PublisherLog } from '../publisher/types.ts';
 import { cursorFile, type CursorStore } from './cursor.ts';
 import { followKernelLog } from './follow.ts';
 import { KernelLogCatchUp } from './read-log.ts';
@@ -45,6 +45,7 @@ async function run(
     durable?: () => Promise<void>;
     /** Before the stop, once the follower has read everything there was (`tap` wakes it to read more). */
     beforeStop?: (tap: KernelLogCatchUp) => Promise<void>;
+    log?: PublisherLog;
   } = {},
 ): Promise<string[]> {
   const seen: string[] = [];
@@ -64,7 +65,7 @@ async function run(
     sleep: (ms: number, signal?: AbortSignal) => (asleep(), tap.sleep(ms, signal)),
     stopped: () => tap.stopped(),
   };
-  const done = followKernelLog(agent, n.kmsg, stop.signal, silentLog, follower, {
+  const done = followKernelLog(agent, n.kmsg, stop.signal, o.log ?? silentLog, follower, {
     cursor: o.cursor ?? cursorFile(n.cursorPath),
     procDir: n.proc,
     ...(o.saveEvery ? { saveEvery: o.saveEvery } : {}),
@@ -112,6 +113,21 @@ describe('the kernel log across agent restarts', () => {
     n.boot('boot-2', 100);
     n.log(record(4, 80));
     expect(seqs(await run(n))).toEqual([]);
+  });
+
+  it('says so when the cursor is there but cannot be read: the records logged while no agent ran are skipped', async () => {
+    const n = node();
+    n.boot('boot-1', 15);
+    n.log(record(1, 20));
+    expect(seqs(await run(n))).toEqual([1]);
+    n.boot('boot-1', 100);
+    n.log(record(2, 60)); // logged while the agent was down
+    writeFileSync(n.cursorPath, '{"bootId": "boot-1", "se'); // the cursor cut short
+    const warned: string[] = [];
+    const log = { ...silentLog, warn: (m: string) => void warned.push(m) };
+    expect(seqs(await run(n, { log }))).toEqual([]);
+    // Not a first start in silence: XID 79 of record 2 is not published, and the log says why.
+    expect(warned.filter((m) => m.includes('kernel-log cursor not readable'))).toHaveLength(1);
   });
 
   it('skips the ring buffer found at start when /proc/uptime cannot be read and there is no cursor', async () => {

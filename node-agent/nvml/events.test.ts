@@ -1,4 +1,7 @@
+import { readFileSync } from 'node:fs';
+import { join } from 'node:path';
 import { afterEach, describe, expect, it } from 'vitest';
+import { MOCK_NVML_SCENARIOS } from '../../infra/local/mock-nvml/build.ts';
 import { oneGpu, openMockNvml } from '../../test/support/mock-nvml.ts';
 import { NVML_EVENT, type NvmlEventWatcher } from './events.ts';
 import type { Nvml } from './nvml.ts';
@@ -114,6 +117,34 @@ describe('NvmlEventWatcher', () => {
     mock.injectXid(2, 94);
     expect(await watcher.wait(0)).toMatchObject({ deviceIndex: 2, xid: 94 });
     expect(await watcher.wait(0)).toBeNull();
+  });
+
+  it('watches a lost GPU again once a reset brings it back, found by its UUID', async () => {
+    let now = 0;
+    const dgx = JSON.parse(readFileSync(join(MOCK_NVML_SCENARIOS, 'dgx-a100-8x.json'), 'utf8')) as {
+      gpus: object[];
+    };
+    // No processes on GPU 5: the mock's reset refuses a GPU in use, as a real one does.
+    const s = await openMockNvml(
+      { ...dgx, faults: [], gpus: dgx.gpus.map((g, i) => (i === 5 ? { ...g, processes: [] } : g)) },
+      { manualClock: true },
+    );
+    nvml = s.nvml;
+    watcher = s.nvml.events(undefined, { now: () => now });
+    const w = watcher;
+    const uuid = nvml.device(5).uuid();
+    s.mock.injectFault({ kind: 'gpuLost', gpu: 5 });
+    expect(await w.wait(0)).toMatchObject({ kind: 'gpu-lost', deviceIndex: 5, uuid });
+    expect(w.watchesXids(uuid)).toBe(false);
+    expect(s.mock.resetGpu(5)).toBe(0); // the GPU answers NVML again
+    now += 60_000;
+    expect(await w.wait(0)).toEqual({ kind: 'gpu-watched', deviceIndex: 5, uuid, pciBusId: '00000000:90:00.0' });
+    expect(w.watchesXids(uuid)).toBe(true);
+    s.mock.injectXid(5, 79);
+    expect(await w.wait(0)).toMatchObject({ kind: 'event', deviceIndex: 5, uuid, xid: 79 });
+    // Lost again: reported again (a new loss, not the old one).
+    s.mock.injectFault({ kind: 'gpuLost', gpu: 5 });
+    expect(await w.wait(0)).toMatchObject({ kind: 'gpu-lost', deviceIndex: 5, uuid });
   });
 
   it('omits MIG ids when NVML reports 0xFFFFFFFF', async () => {

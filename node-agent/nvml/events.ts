@@ -36,14 +36,18 @@ export type NvmlEvent =
       gpuInstanceId?: number;
       computeInstanceId?: number;
     }
-  /** nvmlEventSetWait_v2 said GPU_IS_LOST and probing found this GPU gone. Reported once per GPU. */
-  | { kind: 'gpu-lost'; deviceIndex: number; uuid: string; pciBusId: string };
+  /** nvmlEventSetWait_v2 said GPU_IS_LOST and probing found this GPU gone. Reported once per loss. */
+  | { kind: 'gpu-lost'; deviceIndex: number; uuid: string; pciBusId: string }
+  /** A GPU reported lost answers NVML again (a reset brought it back, found by its UUID): in the event set again. */
+  | { kind: 'gpu-watched'; deviceIndex: number; uuid: string; pciBusId: string };
 
 export interface NvmlEventWatcherOptions {
   /** Longest single native wait, so a worker thread is never held for long (default 100 ms). */
   sliceMs?: number;
   /** Monotonic milliseconds; injected by tests. */
   now?: () => number;
+  /** How often, at most, GPUs found lost are looked for again (default 10 s). */
+  rewatchMs?: number;
 }
 
 interface Registered {
@@ -63,14 +67,21 @@ interface Registered {
  * Registers, per GPU, only the requested types that nvmlDeviceGetSupportedEventTypes reports; GPUs
  * that support none (or are lost at start) are listed in `skipped`. When the wait reports
  * GPU_IS_LOST, the watcher finds which GPUs are gone, reports each once as a `gpu-lost` event and
- * rebuilds its event set without them (events still queued in the old set are dropped).
+ * rebuilds its event set without them (events still queued in the old set are dropped). A lost GPU is
+ * looked for again, by its UUID, at most every `rewatchMs` between waits: once it answers NVML (a reset
+ * brought it back) it is registered in the set again (`gpu-watched`) — else its XIDs would reach the agent
+ * only from the kernel log for the rest of the run, and, without one, a probe after its reset could never
+ * count it as watched.
  */
 export class NvmlEventWatcher {
   readonly registered: Registered[] = [];
   readonly skipped: { index: number; reason: string }[] = [];
   private set: bigint | undefined;
   private readonly pending: NvmlEvent[] = [];
-  private readonly lost = new Set<number>();
+  /** GPUs found lost, by UUID, until they answer NVML again. */
+  private readonly lost = new Map<string, Registered>();
+  private lostCheckedAt: number;
+  private readonly rewatchMs: number;
   private inFlight: Promise<unknown> | undefined;
   private closed = false;
   private readonly data = Buffer.alloc(EventData.size);
@@ -84,6 +95,8 @@ export class NvmlEventWatcher {
   ) {
     this.sliceMs = options.sliceMs ?? 100;
     this.now = options.now ?? (() => performance.now());
+    this.rewatchMs = options.rewatchMs ?? 10_000;
+    this.lostCheckedAt = this.now();
     for (let index = 0; index < nvml.deviceCount(); index++) {
       try {
         const device = nvml.device(index);
@@ -102,7 +115,7 @@ export class NvmlEventWatcher {
     this.set = BigInt(out[0]);
     const keep: Registered[] = [];
     for (const r of this.registered) {
-      if (this.lost.has(r.index)) continue;
+      if (this.lost.has(r.uuid)) continue;
       const supported: [number | bigint] = [0];
       const src = this.nvml.lib.nvmlDeviceGetSupportedEventTypes(r.handle, supported);
       const types = src === NVML.SUCCESS ? BigInt(supported[0]) & this.mask : 0n;
@@ -132,7 +145,7 @@ export class NvmlEventWatcher {
 
   /**
    * Whether this GPU's XIDs reach the watcher: registered for XID events, and not dropped from the set since (a
-   * GPU found lost is not watched again in this run; one whose driver supports no XID events never was).
+   * GPU found lost is not watched until it answers NVML again; one whose driver supports no XID events never was).
    */
   watchesXids(uuid: string): boolean {
     return this.registered.some((r) => r.uuid === uuid && ((r.types ?? 0n) & NVML_EVENT.xidCriticalError) !== 0n);
@@ -152,6 +165,7 @@ export class NvmlEventWatcher {
 
   private async loop(timeoutMs: number): Promise<NvmlEvent | null> {
     const deadline = this.now() + Math.max(0, timeoutMs);
+    this.rewatch();
     for (;;) {
       const queued = this.pending.shift();
       if (queued) return queued;
@@ -194,15 +208,52 @@ export class NvmlEventWatcher {
   /** NVML does not say which GPU is lost: ask each one, then rebuild the set without the lost. */
   private handleLost(): void {
     for (const r of this.registered) {
-      if (this.lost.has(r.index)) continue;
+      if (this.lost.has(r.uuid)) continue;
       const mem = {};
       if (this.nvml.lib.nvmlDeviceGetMemoryInfo(r.handle, mem) === NVML.GPU_IS_LOST) {
-        this.lost.add(r.index);
+        this.lost.set(r.uuid, r);
         this.pending.push({ kind: 'gpu-lost', deviceIndex: r.index, uuid: r.uuid, pciBusId: r.pciBusId });
       }
     }
     this.freeSet();
     this.createSet();
+  }
+
+  /**
+   * Lost GPUs that answer NVML again, found by UUID (their index may differ after a re-enumeration), are
+   * registered in the current set: no rebuild, so nothing queued for the other GPUs is dropped. One that still
+   * does not answer, or refuses registration, is looked for again later.
+   */
+  private rewatch(): void {
+    if (this.lost.size === 0 || this.set === undefined || this.closed) return;
+    if (this.now() - this.lostCheckedAt < this.rewatchMs) return;
+    this.lostCheckedAt = this.now();
+    let count: number;
+    try {
+      count = this.nvml.deviceCount();
+    } catch (err) {
+      if (!(err instanceof NvmlError)) throw err;
+      return;
+    }
+    for (let index = 0; index < count && this.lost.size > 0; index++) {
+      let found: { uuid: string; pciBusId: string; handle: bigint };
+      try {
+        const device = this.nvml.device(index);
+        found = { uuid: device.uuid(), pciBusId: device.pci().busId, handle: device.handle };
+      } catch (err) {
+        if (!(err instanceof NvmlError)) throw err;
+        continue; // still lost, or another GPU that does not answer
+      }
+      if (!this.lost.has(found.uuid)) continue;
+      const supported: [number | bigint] = [0];
+      if (this.nvml.lib.nvmlDeviceGetSupportedEventTypes(found.handle, supported) !== NVML.SUCCESS) continue;
+      const types = BigInt(supported[0]) & this.mask;
+      if (types === 0n || this.nvml.lib.nvmlDeviceRegisterEvents(found.handle, types, this.set) !== NVML.SUCCESS)
+        continue;
+      this.lost.delete(found.uuid);
+      this.registered.push({ index, ...found, types });
+      this.pending.push({ kind: 'gpu-watched', deviceIndex: index, uuid: found.uuid, pciBusId: found.pciBusId });
+    }
   }
 
   private freeSet(): void {
