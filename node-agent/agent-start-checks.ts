@@ -5,7 +5,7 @@
  */
 import { readFileSync, renameSync, writeFileSync } from 'node:fs';
 import type { GpuRef } from '../events/common.ts';
-import type { EccMemory, HealthEvent } from './collectors/health.ts';
+import type { EccMemory, HealthEvaluator, HealthEvent } from './collectors/health.ts';
 import type { PublisherLog } from './publisher/types.ts';
 import type { NvmlSource } from './sources/nvml-source.ts';
 
@@ -24,6 +24,34 @@ export function readEccState(path: string): EccMemory {
     return raw && typeof raw === 'object' && !Array.isArray(raw) ? (raw as EccMemory) : {};
   } catch {
     return {}; // first start, or unreadable: counting starts over
+  }
+}
+
+/**
+ * The health evaluator's ECC counters kept across restarts (ECC_STATE_PATH; none: not kept): restored at start,
+ * written when they moved (replaced whole: never half a file).
+ */
+export class EccFile {
+  private saved: string;
+
+  constructor(
+    private readonly path: string | undefined,
+    private readonly evaluator: HealthEvaluator,
+    private readonly log: PublisherLog,
+  ) {
+    if (path) evaluator.restoreEcc(readEccState(path));
+    this.saved = JSON.stringify(evaluator.eccMemory());
+  }
+
+  save(): void {
+    const now = JSON.stringify(this.evaluator.eccMemory());
+    if (!this.path || now === this.saved) return;
+    try {
+      replaceFile(this.path, now);
+      this.saved = now;
+    } catch (err) {
+      this.log.warn('ECC counters not saved', { path: this.path, error: String(err) });
+    }
   }
 }
 

@@ -1,10 +1,14 @@
 /**
  * The agent's XID path: an XID seen by NVML or in the kernel log (or an NVSwitch SXid there) becomes
- * one event, once. XidDeduper pairs the two sightings of one XID (agent.ts says why the second is only
- * counted), XidAggregator holds repeats of an application XID (xid-aggregate.ts), and every sighting is
- * recorded for the actuator's health probe (xid-log.ts). The event names the pods, MIG instance,
- * holders and sharing as of the agent's last sample (`view`). It returns what is to be published; the
- * agent publishes it.
+ * one event, once. The same XID is usually seen twice, by NVML and in the kernel log: XidDeduper pairs the
+ * two sightings within XID_DEDUPE_WINDOW_MS, the first is published (`via` says which source), the second
+ * absorbed and only counted (gpu_reflex_xid_duplicates_total). It is never re-sent as `via: 'both'`: it has
+ * left already, and a second event would be a second XID to consumers. Repeats from one source are new
+ * occurrences: XidAggregator (xid-aggregate.ts) sends the first of a run of one application-class XID on one
+ * GPU and pid at once and one event with a `count` per window for its repeats; an XID that can fence, reset
+ * or drain is never held. Every sighting is recorded for the actuator's health probe (xid-log.ts). The event
+ * names the pods, MIG instance, holders and sharing as of the agent's last sample (`view`). It returns what is
+ * to be published; the agent publishes it.
  */
 import { describeXid, xidStaysInInstance } from '../events/xid.ts';
 import type { DeviceHolder, MigRef } from '../events/common.ts';

@@ -10,21 +10,13 @@
  *    out without waiting for the next tick;
  *  - `onKernelLine(line, record)`: a kernel-log XID, found by PCI bus id, named by its /dev/kmsg record.
  *
- * The same XID is usually seen twice, by NVML and in the kernel log. XidDeduper pairs the two
- * sightings within XID_DEDUPE_WINDOW_MS: the first one is published (`via` says which source),
- * the second is absorbed and only counted (gpu_reflex_xid_duplicates_total). The event is never
- * re-sent as `via: 'both'`: it has already left, and a second event would be a second XID to
- * consumers. Repeats from one source are new occurrences: XidAggregator (xid-aggregate.ts) sends
- * the first of a run of one application-class XID on one GPU and pid at once and one event with a
- * `count` per window for its repeats; an XID that can fence, reset or drain is never held.
- *
- * The XID path is agent-xids.ts; what is compared at start, agent-start-checks.ts; the options,
- * agent-options.ts.
+ * The XID path (one event per XID seen by NVML and in the kernel log, repeats held): agent-xids.ts; what is
+ * compared at start and the ECC counters kept, agent-start-checks.ts; the options, agent-options.ts.
  */
 import type { DeviceHolder } from '../events/common.ts';
 import { noAgentMetrics, type AgentMetrics } from './agent-metrics.ts';
 import { AGENT_EVENT_MASK, EVENT_SAMPLE_MIN_GAP_MS, KMSG_CATCH_UP_MS, type AgentOptions } from './agent-options.ts';
-import { compareGpuCount, compareGpuMemory, readEccState, replaceFile } from './agent-start-checks.ts';
+import { compareGpuCount, compareGpuMemory, EccFile } from './agent-start-checks.ts';
 import { XidPath } from './agent-xids.ts';
 import type { KernelRecord } from './kmsg/record.ts';
 import { HealthEvaluator, type HealthEvent } from './collectors/health.ts';
@@ -68,7 +60,7 @@ export class Agent {
   private readonly migMode: MigModeWatch;
   /** Device holders by PodResources as of the last sample; undefined: unknown. */
   private holders: DeviceHolder[] | undefined;
-  private eccSaved: string;
+  private readonly ecc: EccFile;
   /** gpu-missing events (and their resolutions) found at start, sent with the first sample. */
   private pendingGpuReport: HealthEvent[];
   private inventoryKey: string | undefined;
@@ -90,12 +82,11 @@ export class Agent {
     for (const index of this.source.unnamed)
       this.log.warn('GPU lost before the agent could name it; it is not monitored', { index });
     this.evaluator = new HealthEvaluator(o.thresholds);
-    if (o.eccStatePath) this.evaluator.restoreEcc(readEccState(o.eccStatePath));
+    this.ecc = new EccFile(o.eccStatePath, this.evaluator, this.log);
     this.pendingGpuReport = [
       ...(o.gpuMemoryPath ? compareGpuMemory(o.gpuMemoryPath, this.source, this.log) : []),
       ...compareGpuCount(o.expectedGpus, o.gpuMemoryPath, this.source, this.log),
     ];
-    this.eccSaved = JSON.stringify(this.evaluator.eccMemory());
     this.window = new UtilizationWindow(o.utilizationWindowMs, o.now());
     this.pods = new PodResolver(o.procRoot);
     this.xid = new XidPath({
@@ -194,7 +185,7 @@ export class Agent {
         ),
       );
     for (const h of this.pendingGpuReport.splice(0)) out.push(healthEvent(this.o.nodeName, nowMs, h));
-    this.saveEcc();
+    this.ecc.save();
     const summary = this.window.add(result.readings, nowMs);
     // With the holders as of this sample: idle-gpus tells whose allocation sat idle (absent: unknown).
     if (summary) out.push(utilizationEvent(this.o.nodeName, nowMs, this.withHolders(summary)));
@@ -227,11 +218,7 @@ export class Agent {
 
   /** The pod (UID) a GPU process belongs to, as the last inventory resolved it; undefined when unknown. */
   podOfPid(pid: number): string | undefined {
-    for (const g of this.inventory?.gpus ?? []) {
-      const p = g.processes.find((x) => x.pid === pid);
-      if (p) return p.podUid;
-    }
-    return undefined;
+    return this.inventory?.gpus.flatMap((g) => g.processes).find((p) => p.pid === pid)?.podUid;
   }
 
   /** Pods on the GPU now, or, for a GPU just lost (no longer in the inventory), as last seen. */
@@ -270,19 +257,6 @@ export class Agent {
     }
     // ECC, retirement, recovery action: the counters the sample reads just moved.
     return now - this.lastSampleAt >= EVENT_SAMPLE_MIN_GAP_MS ? this.sampleOnce(now) : [];
-  }
-
-  /** Writes the ECC counters when they moved (temporary file renamed over the old: never half a file). */
-  private saveEcc(): void {
-    const path = this.o.eccStatePath;
-    const now = JSON.stringify(this.evaluator.eccMemory());
-    if (!path || now === this.eccSaved) return;
-    try {
-      replaceFile(path, now);
-      this.eccSaved = now;
-    } catch (err) {
-      this.log.warn('ECC counters not saved', { path, error: String(err) });
-    }
   }
 
   /** A kernel-log line (an XID of a GPU of this node, an SXid; else ignored), with its /dev/kmsg record's word. */

@@ -45,7 +45,7 @@ import {
   type GpuActionResultDetail,
   type GpuActionState,
 } from '../../events/index.ts';
-import { allocatableSeen, fenceOnce, holdFence, lists } from './fence-hold.ts';
+import { allocatableSeen, fenceOnce, holdFence, unfenceOnce } from './fence-hold.ts';
 import { writeGpuDevices, writeMigInventory } from './node-annotations.ts';
 import type { ActuatorOptions } from './options.ts';
 import { GpuProbes } from './probe.ts';
@@ -248,38 +248,8 @@ export class GpuActuator {
     switch (r.action) {
       case 'fence':
         return fenceOnce(this.o.fence, r.gpuUuid, index, base);
-      case 'unfence': {
-        // The fence file is one per node: another owner's standing fence of this GPU keeps it listed.
-        const holds = [...new Set(all.filter((o) => o.action === 'fence' && o.gpuUuid === r.gpuUuid).map(ownerOf))];
-        const others = holds.filter((o) => o !== owner);
-        if (others.length > 0)
-          return { ...base, state: 'done', reason: `left listed: still fenced for ${others.join(', ')}` };
-        let removed: boolean;
-        try {
-          removed = this.o.fence.remove(r.gpuUuid);
-        } catch (err) {
-          // Unknown what the file holds: the GPU stays out rather than the file be rewritten from nothing;
-          // tried again each tick (running, saying why) until it can be read.
-          const why = err instanceof Error ? err.message : String(err);
-          const reason = `${why}; not removed yet, the GPU stays listed`.slice(0, 512);
-          // The same words: the answer on the Node stands (no write per tick).
-          return prior?.state === 'running' && prior.reason === reason ? prior : { ...base, state: 'running', reason };
-        }
-        if (!removed) return { ...base, state: 'done', reason: 'not listed by gpu-reflex: left as it was' };
-        // Our entry is gone; another writer's (ACK's node-problem-detector lists by index) keeps the GPU out, and
-        // the answer says so rather than call the GPU out of the unhealthy devices.
-        let reason = "removed from the device plugin's unhealthy devices";
-        try {
-          if (lists(this.o.fence.read(), r.gpuUuid, index))
-            reason =
-              "gpu-reflex's entry removed; still listed by another writer (their entry left as it is): " +
-              'the GPU stays out of the allocatable until they remove it';
-        } catch (err) {
-          const why = err instanceof Error ? err.message : String(err);
-          reason = `gpu-reflex's entry removed; whether another writer still lists it is unknown: ${why}`;
-        }
-        return { ...base, state: 'done', reason: reason.slice(0, 512) };
-      }
+      case 'unfence':
+        return unfenceOnce(this.o.fence, r, index, base, all, prior);
       case 'reset': {
         if (index === undefined) return { ...base, state: 'failed', reason: 'NVML does not know this GPU' };
         const held = heldBy(base, this.o.gpus.holders(r.gpuUuid), 'not reset');

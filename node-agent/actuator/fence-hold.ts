@@ -15,6 +15,7 @@
  */
 import type { GpuActionRequest, GpuActionState } from '../../events/index.ts';
 import type { FenceFileOps } from './actuator.ts';
+import { ownerOf } from './requests.ts';
 
 type Base = Pick<GpuActionState, 'action' | 'gpuUuid' | 'at'>;
 
@@ -149,4 +150,48 @@ export function holdFence(
       `time${restored === 1 ? '' : 's'})`,
     fence: { ...was, listed: true, restored, restoredAt: at },
   };
+}
+
+/**
+ * An unfence: gpu-reflex's entry removed from the file, unless another owner's standing fence of the GPU keeps it
+ * listed (the file is one per node). `prior`: its answer on the Node (a running one that could not read the file).
+ */
+export function unfenceOnce(
+  fence: FenceFileOps,
+  r: GpuActionRequest,
+  index: number | undefined,
+  base: Base,
+  all: readonly GpuActionRequest[],
+  prior?: GpuActionState,
+): GpuActionState {
+  const owner = ownerOf(r);
+  const holds = [...new Set(all.filter((o) => o.action === 'fence' && o.gpuUuid === r.gpuUuid).map(ownerOf))];
+  const others = holds.filter((o) => o !== owner);
+  if (others.length > 0)
+    return { ...base, state: 'done', reason: `left listed: still fenced for ${others.join(', ')}` };
+  let removed: boolean;
+  try {
+    removed = fence.remove(r.gpuUuid);
+  } catch (err) {
+    // Unknown what the file holds: the GPU stays out rather than the file be rewritten from nothing;
+    // tried again each tick (running, saying why) until it can be read.
+    const why = err instanceof Error ? err.message : String(err);
+    const reason = `${why}; not removed yet, the GPU stays listed`.slice(0, 512);
+    // The same words: the answer on the Node stands (no write per tick).
+    return prior?.state === 'running' && prior.reason === reason ? prior : { ...base, state: 'running', reason };
+  }
+  if (!removed) return { ...base, state: 'done', reason: 'not listed by gpu-reflex: left as it was' };
+  // Our entry is gone; another writer's (ACK's node-problem-detector lists by index) keeps the GPU out, and
+  // the answer says so rather than call the GPU out of the unhealthy devices.
+  let reason = "removed from the device plugin's unhealthy devices";
+  try {
+    if (lists(fence.read(), r.gpuUuid, index))
+      reason =
+        "gpu-reflex's entry removed; still listed by another writer (their entry left as it is): " +
+        'the GPU stays out of the allocatable until they remove it';
+  } catch (err) {
+    const why = err instanceof Error ? err.message : String(err);
+    reason = `gpu-reflex's entry removed; whether another writer still lists it is unknown: ${why}`;
+  }
+  return { ...base, state: 'done', reason: reason.slice(0, 512) };
 }
