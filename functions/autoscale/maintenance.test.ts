@@ -6,7 +6,7 @@ import type { CloudFile } from '../../infra/local/alicloud/cloud-file.ts';
 import { RecordingPublisher } from '../adapters/bus.ts';
 import type { RecordingNotifier } from '../adapters/chat/notifier.ts';
 import { manualClock, type ManualClock } from '../adapters/clock.ts';
-import { TransientError } from '../adapters/errors.ts';
+import { BadInputError, TransientError } from '../adapters/errors.ts';
 import { createLogger } from '../adapters/logger.ts';
 import { fakeKube, type FakeKube } from '../adapters/kube/fake.ts';
 import { dryRunPorts, type DryRunAction } from '../adapters/kube/dry-run.ts';
@@ -338,6 +338,28 @@ describe('planned maintenance (ECS system events)', () => {
     const out = await autoscalePools(deps);
     expect(out.maintenance.refused).toEqual([{ node: 'n-a', pool: 'np-t4', why: 'node pool np-t4 is at its max (2)' }]);
     expect(sim.cloud.pools.get('np-t4')!.desired).toBe(2);
+    await clock.advance(59 * MIN);
+    await autoscalePools(deps);
+    expect(serving()!.terminating).toBe(false);
+    await clock.advance(1 * MIN);
+    expect((await autoscalePools(deps)).maintenance.draining).toEqual(['n-a']);
+  });
+
+  it('tells a person no replacement comes when ACK refuses the size asked for it; drains by the deadline', async () => {
+    const deps = await world(reboot2h);
+    const refusal = 'ModifyClusterNodePool: InvalidParameter: the node pool is being upgraded';
+    deps.cloud = Object.assign(Object.create(deps.cloud) as typeof deps.cloud, {
+      setDesiredSize: () => Promise.reject(new BadInputError(refusal)),
+    });
+    await clock.advance(30 * MIN);
+    expect((await autoscalePools(deps)).maintenance.preparing).toEqual(['n-a']);
+    const notices = (deps.notifier as RecordingNotifier).notices;
+    // The prepare notice went out before ACK answered: it promised a node asked, not one added.
+    expect(notices.find((n) => n.title.includes('moving work off n-a'))?.text).not.toMatch(/a node is added/);
+    const refused = notices.find((n) => n.title.includes('ACK refused'));
+    expect(refused?.text).toMatch(/n-a \(prepared for maintenance\) gets no replacement: drained by its deadline/);
+    const rec = (await deps.state.get('autoscale.np-t4')) as { maintenance?: Record<string, { replacement: boolean }> };
+    expect(rec.maintenance?.['n-a']).toMatchObject({ replacement: false, noReplacement: expect.stringMatching(/ACK/) });
     await clock.advance(59 * MIN);
     await autoscalePools(deps);
     expect(serving()!.terminating).toBe(false);

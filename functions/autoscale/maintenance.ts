@@ -280,7 +280,8 @@ async function carryOut(
 
 /** What the prepare notice says of the node's replacement: asked for, or why not (a person reads it). */
 function replacementWords(node: string, replacement: boolean, refused: MaintenancePlan['refused']): string {
-  if (replacement) return 'a node is added to its pool first';
+  // Asked, not added: ACK may refuse the size (grow.ts refusedSize then tells the person no replacement comes).
+  if (replacement) return 'a node is asked of its pool first';
   const why = refused.find((r) => r.node === node)?.why;
   return `no node is added to its pool${why ? `: ${why}` : ''}`;
 }

@@ -27,8 +27,15 @@ export interface TrackedNode {
   deadline: number;
   /** When gpu-reflex cordoned it (ms). */
   since: number;
-  /** A node was asked of the pool for it. */
+  /** A node was asked of the pool for it (false: none was, or ACK refused the size asked: `noReplacement`). */
   replacement: boolean;
+  /**
+   * The pool size asked for its replacement: ACK refusing a size change that takes the pool to it (grow.ts
+   * `refusedSize`) refused its replacement. Absent on a record written before it was kept, or with no replacement.
+   */
+  asked?: number;
+  /** Why it has no replacement after all (ACK refused the size asked for it), once known: drained by its deadline. */
+  noReplacement?: string;
   /** gpu-reflex cordoned it (it was schedulable): only then is it uncordoned on return. */
   ownCordon: boolean;
   /**

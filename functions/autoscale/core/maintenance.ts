@@ -83,7 +83,11 @@ export function planMaintenance(f: MaintenanceFacts): MaintenancePlan {
       replacement: refusal === undefined,
       ownCordon: member.unschedulable !== true,
       ...(refusal === undefined
-        ? { before: membersOf(pool.id), owed: Math.max(0, pool.desired - membersOf(pool.id).length) }
+        ? {
+            before: membersOf(pool.id),
+            owed: Math.max(0, pool.desired - membersOf(pool.id).length),
+            asked: desired + 1,
+          }
         : {}),
     };
     plan.steps.push({ kind: 'prepare', node: w.node, pool: pool.id, tracked, why: wordsOf(w) });
