@@ -210,6 +210,9 @@ export function maintenanceBook(
       // Its last scale-out's nodes did not come (arrivals.ts): one more node asked of it would not come either.
       const held = states.find((s) => s.id === id)?.arrivalHold;
       if (held) return `held: ${held}`;
+      // A node asked of a pool sold out through and through fails NoStock (stock.ts): none would come.
+      const soldOut = states.find((s) => s.id === id)?.soldOut;
+      if (soldOut) return soldOut;
       if (price === undefined) return 'its instance type, or its price, cannot be read';
       if (limit !== undefined && price > limit)
         return `a node costs ${price}/h, above the ${limit}/h the policy lets gpu-reflex spend alone`;

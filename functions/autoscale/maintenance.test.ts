@@ -367,6 +367,55 @@ describe('planned maintenance (ECS system events)', () => {
     expect((await autoscalePools(deps)).maintenance.draining).toEqual(['n-a']);
   });
 
+  it('asks no replacement of a sold-out pool: says why, and drains by the deadline', async () => {
+    // A scale-out of the pool failed NoStock at 0:02: its one type is sold out for the backoff; the window opens at 0:03.
+    const deps = await world(
+      {
+        stock: { 'ecs.gn6i-c4g1.xlarge': 0 },
+        systemEvents: [{ node: 'n-a', type: 'SystemMaintenance.Reboot', notBeforeSeconds: 93 * 60 }],
+      },
+      6,
+    );
+    kube.cluster.addPod({
+      name: 'train-0',
+      namespace: 'ml',
+      uid: 'train-0',
+      phase: 'Pending',
+      scheduled: { status: 'False', reason: 'Unschedulable' },
+      extendedResources: { 'nvidia.com/gpu': 1 },
+      requests: { 'nvidia.com/gpu': 1, cpu: 2 },
+      createdAt: new Date(T0).toISOString(),
+    });
+    await autoscalePools(deps);
+    await clock.advance(2 * MIN);
+    expect((await autoscalePools(deps)).finished).toEqual({ 'np-t4': 'failed' });
+    const desired = sim.cloud.pools.get('np-t4')!.desired;
+    await clock.advance(1 * MIN);
+    const out = await autoscalePools(deps);
+    expect(out.maintenance.preparing).toEqual(['n-a']);
+    expect(out.maintenance.refused).toEqual([
+      { node: 'n-a', pool: 'np-t4', why: expect.stringMatching(/sold out \(OperationDenied.NoStock\)/) },
+    ]);
+    expect(sim.cloud.pools.get('np-t4')!.desired).toBe(desired);
+    const told = (deps.notifier as RecordingNotifier).notices.find((n) => n.title.includes('moving work off n-a'));
+    expect(told?.text).toMatch(/no node is added to its pool: .*sold out/);
+    // The NoStock backoff over (its types no longer known sold out), it is asked after all, once.
+    const forN = () =>
+      publisher.published
+        .filter((e) => e.detailType === GPU_POOL_SCALED)
+        .map((e) => e.detail as GpuPoolScaledDetail)
+        .filter((d) => d.state === 'requested' && /capacity first.*n-a/.test(d.reason));
+    expect(forN()).toEqual([]);
+    await clock.advance(5 * MIN);
+    await autoscalePools(deps);
+    expect(forN()).toHaveLength(1);
+    const asked = (deps.notifier as RecordingNotifier).notices.filter((n) => n.title.includes('asked after all'));
+    expect(asked.map((n) => n.title)).toEqual(['gpu-reflex: a replacement for n-a is asked after all']);
+    await clock.advance(1 * MIN);
+    await autoscalePools(deps);
+    expect(forN()).toHaveLength(1);
+  });
+
   /** DescribeInstanceHistoryEvents from now on lists its events with a NotBefore that cannot be read. */
   function undatedEvents(deps: AutoscaleDeps, logged: Record<string, unknown>[]): void {
     const read = deps.cloud.systemEvents.bind(deps.cloud);

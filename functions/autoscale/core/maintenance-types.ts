@@ -34,7 +34,11 @@ export interface TrackedNode {
    * `refusedSize`) refused its replacement. Absent on a record written before it was kept, or with no replacement.
    */
   asked?: number;
-  /** Why it has no replacement after all (ACK refused the size asked for it), once known: drained by its deadline. */
+  /**
+   * Why it has no replacement: none was asked at prepare (the pool at its max, sold out, held…), or ACK refused the
+   * size asked for it (`asked` set). One not asked is asked on a later round once its pool may grow again (stock
+   * back, the hold lifted), while it is not yet drained; a refused one is not (the refusal's cooldown).
+   */
   noReplacement?: string;
   /** gpu-reflex cordoned it (it was schedulable): only then is it uncordoned on return. */
   ownCordon: boolean;
@@ -93,6 +97,8 @@ export interface MaintenanceFacts {
 
 export type MaintenanceStep =
   | { kind: 'prepare'; node: string; pool: string; tracked: TrackedNode; why: string }
+  /** Prepared with no replacement, its pool may grow now: its replacement is asked after all (`tracked` rewritten). */
+  | { kind: 'ask'; node: string; pool: string; tracked: TrackedNode; why: string }
   | { kind: 'cordon'; node: string; pool: string; why: string }
   | { kind: 'drain'; node: string; pool: string; why: string }
   | { kind: 'return'; node: string; pool: string; why: string }
