@@ -207,6 +207,12 @@ export function maintenanceBook(
       const price = states.find((s) => s.id === id)?.hourlyPrice;
       const limit = deps.policy.approval?.aboveHourlyCost;
       if (r?.intent || r?.removal) return 'an earlier size change of the pool is still being sent';
+      // ACK refused its size: the person was told it is not asked again before the cooldown is over (refusedSize).
+      if (r?.refused && r.cooldownUntil !== undefined && r.cooldownUntil > now) {
+        const hhmm = (ms: number) => new Date(ms).toISOString().slice(11, 16);
+        const until = hhmm(r.cooldownUntil);
+        return `ACK refused its size at ${hhmm(r.refused.at)} (${r.refused.why}): not asked again until ${until}`;
+      }
       // Its last scale-out's nodes did not come (arrivals.ts): one more node asked of it would not come either.
       const held = states.find((s) => s.id === id)?.arrivalHold;
       if (held) return `held: ${held}`;

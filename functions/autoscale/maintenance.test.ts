@@ -367,6 +367,27 @@ describe('planned maintenance (ECS system events)', () => {
     expect((await autoscalePools(deps)).maintenance.draining).toEqual(['n-a']);
   });
 
+  it('asks no replacement of a pool whose size ACK refused, before its cooldown is over: says why', async () => {
+    const deps = await world({
+      systemEvents: [
+        { node: 'n-a', type: 'SystemMaintenance.Reboot', notBeforeSeconds: 90 * 60 },
+        { node: 'n-b', type: 'SystemMaintenance.Reboot', notBeforeSeconds: 91 * 60 },
+      ],
+    });
+    let asked = 0;
+    deps.cloud = Object.assign(Object.create(deps.cloud) as typeof deps.cloud, {
+      setDesiredSize: () => (asked++, Promise.reject(new BadInputError('ModifyClusterNodePool: QuotaExceeded'))),
+    });
+    expect((await autoscalePools(deps)).maintenance.preparing).toEqual(['n-a']);
+    await clock.advance(1 * MIN);
+    const out = await autoscalePools(deps);
+    expect(out.maintenance.preparing).toEqual(['n-b']);
+    expect(asked).toBe(1);
+    expect(out.maintenance.refused).toEqual([
+      { node: 'n-b', pool: 'np-t4', why: expect.stringMatching(/ACK refused its size at 00:00 \(.*QuotaExceeded/) },
+    ]);
+  });
+
   it('asks no replacement of a sold-out pool: says why, and drains by the deadline', async () => {
     // A scale-out of the pool failed NoStock at 0:02: its one type is sold out for the backoff; the window opens at 0:03.
     const deps = await world(
