@@ -146,22 +146,47 @@ export async function refusedSize(
     `${intent.reason.slice(0, 2048 - why.length - 20)}; ACK refused it: ${why}`,
     { cost: intent.cost },
   );
+  const told = (orphans: readonly string[]): string =>
+    (
+      `${pool.name}: ACK refused the size ${intent.to} (${why}): the pool keeps its size, and is not asked again ` +
+      `before ${new Date(until).toISOString().slice(11, 16)}; waiting pods go to other pools that fit them, or ` +
+      'wait. ' +
+      (orphans.length > 0
+        ? `${orphans.join(', ')} (prepared for maintenance) get${orphans.length === 1 ? 's' : ''} no replacement: ` +
+          `drained by ${orphans.length === 1 ? 'its' : 'their'} deadline. `
+        : '') +
+      intent.reason
+    ).slice(0, 1000);
+  const notice: Notice = { title: `gpu-reflex: ACK refused ${grow}`, text: told([]), severity: 'warning' };
+  // Nodes prepared for maintenance whose replacement this size was (by the size asked for each, TrackedNode.asked):
+  // none comes. They are drained by their deadline, and the person told so in the same notice (worded in the same
+  // write that reads them, before the outbox takes it: lib/outbox.ts), not left waiting on a node never added.
   return record(
     deps,
     pool.id,
-    (x) => ({ ...also(x), intent: undefined, cooldownUntil: until, refused: { at: now, why } }),
+    (x) => {
+      const mine = Object.entries(x.maintenance ?? {}).filter(
+        ([, t]) => t.replacement && t.asked !== undefined && t.asked > intent.from && t.asked <= intent.to,
+      );
+      notice.text = told(mine.map(([n]) => n));
+      const noReplacement = `ACK refused the pool size ${intent.to} asked for it: ${why}`;
+      return {
+        ...also(x),
+        intent: undefined,
+        cooldownUntil: until,
+        refused: { at: now, why },
+        ...(mine.length > 0
+          ? {
+              maintenance: {
+                ...x.maintenance,
+                ...Object.fromEntries(mine.map(([n, t]) => [n, { ...t, replacement: false, noReplacement }])),
+              },
+            }
+          : {}),
+      };
+    },
     [ev],
-    [
-      {
-        title: `gpu-reflex: ACK refused ${grow}`,
-        text: (
-          `${pool.name}: ACK refused the size ${intent.to} (${why}): the pool keeps its size, and is not asked again ` +
-          `before ${new Date(until).toISOString().slice(11, 16)}; waiting pods go to other pools that fit them, or ` +
-          `wait. ${intent.reason}`
-        ).slice(0, 1000),
-        severity: 'warning',
-      },
-    ],
+    [notice],
   );
 }
 
@@ -182,9 +207,18 @@ export function maintenanceBook(
       const price = states.find((s) => s.id === id)?.hourlyPrice;
       const limit = deps.policy.approval?.aboveHourlyCost;
       if (r?.intent || r?.removal) return 'an earlier size change of the pool is still being sent';
+      // ACK refused its size: the person was told it is not asked again before the cooldown is over (refusedSize).
+      if (r?.refused && r.cooldownUntil !== undefined && r.cooldownUntil > now) {
+        const hhmm = (ms: number) => new Date(ms).toISOString().slice(11, 16);
+        const until = hhmm(r.cooldownUntil);
+        return `ACK refused its size at ${hhmm(r.refused.at)} (${r.refused.why}): not asked again until ${until}`;
+      }
       // Its last scale-out's nodes did not come (arrivals.ts): one more node asked of it would not come either.
       const held = states.find((s) => s.id === id)?.arrivalHold;
       if (held) return `held: ${held}`;
+      // A node asked of a pool sold out through and through fails NoStock (stock.ts): none would come.
+      const soldOut = states.find((s) => s.id === id)?.soldOut;
+      if (soldOut) return soldOut;
       if (price === undefined) return 'its instance type, or its price, cannot be read';
       if (limit !== undefined && price > limit)
         return `a node costs ${price}/h, above the ${limit}/h the policy lets gpu-reflex spend alone`;

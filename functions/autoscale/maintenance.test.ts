@@ -6,7 +6,7 @@ import type { CloudFile } from '../../infra/local/alicloud/cloud-file.ts';
 import { RecordingPublisher } from '../adapters/bus.ts';
 import type { RecordingNotifier } from '../adapters/chat/notifier.ts';
 import { manualClock, type ManualClock } from '../adapters/clock.ts';
-import { TransientError } from '../adapters/errors.ts';
+import { BadInputError, TransientError } from '../adapters/errors.ts';
 import { createLogger } from '../adapters/logger.ts';
 import { fakeKube, type FakeKube } from '../adapters/kube/fake.ts';
 import { dryRunPorts, type DryRunAction } from '../adapters/kube/dry-run.ts';
@@ -343,6 +343,98 @@ describe('planned maintenance (ECS system events)', () => {
     expect(serving()!.terminating).toBe(false);
     await clock.advance(1 * MIN);
     expect((await autoscalePools(deps)).maintenance.draining).toEqual(['n-a']);
+  });
+
+  it('tells a person no replacement comes when ACK refuses the size asked for it; drains by the deadline', async () => {
+    const deps = await world(reboot2h);
+    const refusal = 'ModifyClusterNodePool: InvalidParameter: the node pool is being upgraded';
+    deps.cloud = Object.assign(Object.create(deps.cloud) as typeof deps.cloud, {
+      setDesiredSize: () => Promise.reject(new BadInputError(refusal)),
+    });
+    await clock.advance(30 * MIN);
+    expect((await autoscalePools(deps)).maintenance.preparing).toEqual(['n-a']);
+    const notices = (deps.notifier as RecordingNotifier).notices;
+    // The prepare notice went out before ACK answered: it promised a node asked, not one added.
+    expect(notices.find((n) => n.title.includes('moving work off n-a'))?.text).not.toMatch(/a node is added/);
+    const refused = notices.find((n) => n.title.includes('ACK refused'));
+    expect(refused?.text).toMatch(/n-a \(prepared for maintenance\) gets no replacement: drained by its deadline/);
+    const rec = (await deps.state.get('autoscale.np-t4')) as { maintenance?: Record<string, { replacement: boolean }> };
+    expect(rec.maintenance?.['n-a']).toMatchObject({ replacement: false, noReplacement: expect.stringMatching(/ACK/) });
+    await clock.advance(59 * MIN);
+    await autoscalePools(deps);
+    expect(serving()!.terminating).toBe(false);
+    await clock.advance(1 * MIN);
+    expect((await autoscalePools(deps)).maintenance.draining).toEqual(['n-a']);
+  });
+
+  it('asks no replacement of a pool whose size ACK refused, before its cooldown is over: says why', async () => {
+    const deps = await world({
+      systemEvents: [
+        { node: 'n-a', type: 'SystemMaintenance.Reboot', notBeforeSeconds: 90 * 60 },
+        { node: 'n-b', type: 'SystemMaintenance.Reboot', notBeforeSeconds: 91 * 60 },
+      ],
+    });
+    let asked = 0;
+    deps.cloud = Object.assign(Object.create(deps.cloud) as typeof deps.cloud, {
+      setDesiredSize: () => (asked++, Promise.reject(new BadInputError('ModifyClusterNodePool: QuotaExceeded'))),
+    });
+    expect((await autoscalePools(deps)).maintenance.preparing).toEqual(['n-a']);
+    await clock.advance(1 * MIN);
+    const out = await autoscalePools(deps);
+    expect(out.maintenance.preparing).toEqual(['n-b']);
+    expect(asked).toBe(1);
+    expect(out.maintenance.refused).toEqual([
+      { node: 'n-b', pool: 'np-t4', why: expect.stringMatching(/ACK refused its size at 00:00 \(.*QuotaExceeded/) },
+    ]);
+  });
+
+  it('asks no replacement of a sold-out pool: says why, and drains by the deadline', async () => {
+    // A scale-out of the pool failed NoStock at 0:02: its one type is sold out for the backoff; the window opens at 0:03.
+    const deps = await world(
+      {
+        stock: { 'ecs.gn6i-c4g1.xlarge': 0 },
+        systemEvents: [{ node: 'n-a', type: 'SystemMaintenance.Reboot', notBeforeSeconds: 93 * 60 }],
+      },
+      6,
+    );
+    kube.cluster.addPod({
+      name: 'train-0',
+      namespace: 'ml',
+      uid: 'train-0',
+      phase: 'Pending',
+      scheduled: { status: 'False', reason: 'Unschedulable' },
+      extendedResources: { 'nvidia.com/gpu': 1 },
+      requests: { 'nvidia.com/gpu': 1, cpu: 2 },
+      createdAt: new Date(T0).toISOString(),
+    });
+    await autoscalePools(deps);
+    await clock.advance(2 * MIN);
+    expect((await autoscalePools(deps)).finished).toEqual({ 'np-t4': 'failed' });
+    const desired = sim.cloud.pools.get('np-t4')!.desired;
+    await clock.advance(1 * MIN);
+    const out = await autoscalePools(deps);
+    expect(out.maintenance.preparing).toEqual(['n-a']);
+    expect(out.maintenance.refused).toEqual([
+      { node: 'n-a', pool: 'np-t4', why: expect.stringMatching(/sold out \(OperationDenied.NoStock\)/) },
+    ]);
+    expect(sim.cloud.pools.get('np-t4')!.desired).toBe(desired);
+    const told = (deps.notifier as RecordingNotifier).notices.find((n) => n.title.includes('moving work off n-a'));
+    expect(told?.text).toMatch(/no node is added to its pool: .*sold out/);
+    // The NoStock backoff over (its types no longer known sold out), it is asked after all, once.
+    const forN = () =>
+      publisher.published
+        .filter((e) => e.detailType === GPU_POOL_SCALED)
+        .map((e) => e.detail as GpuPoolScaledDetail)
+        .filter((d) => d.state === 'requested' && /capacity first.*n-a/.test(d.reason));
+    expect(forN()).toEqual([]);
+    await clock.advance(5 * MIN);
+    await autoscalePools(deps);
+    expect(forN()).toHaveLength(1);
+    const asked = (deps.notifier as RecordingNotifier).notices.filter((n) => n.title.includes('asked after all'));
+    expect(asked.map((n) => n.title)).toEqual(['gpu-reflex: a replacement for n-a is asked after all']);
+    await clock.advance(1 * MIN);
+    await autoscalePools(deps);
+    expect(forN()).toHaveLength(1);
   });
 
   /** DescribeInstanceHistoryEvents from now on lists its events with a NotBefore that cannot be read. */

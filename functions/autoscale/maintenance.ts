@@ -30,7 +30,7 @@ export interface MaintenanceBook {
   tracked(poolId: string): Record<string, TrackedNode>;
   /**
    * Why the pool cannot be sized this round (an earlier request is being sent; it is held, its last scale-out's
-   * nodes not arrived: arrivals.ts), if so.
+   * nodes not arrived: arrivals.ts; it is sold out: stock.ts), if so.
    */
   busy(poolId: string): string | undefined;
   /** The GPU resources a node of the pool offers (pool-states.ts), or undefined when its type cannot be read. */
@@ -205,7 +205,7 @@ async function carryOut(
   // prepared nodes go on its record in one write with the node asked for them (the pool's intent, re-sent
   // first thing next round): a node recorded as prepared is not prepared again, so a round that fails
   // after that write (a refused cordon or eviction) would otherwise never ask for its replacement.
-  const prepared = plan.steps.filter((s) => s.kind === 'prepare');
+  const prepared = plan.steps.filter((s) => s.kind === 'prepare' || s.kind === 'ask');
   for (const id of [...new Set(prepared.map((s) => s.pool))]) {
     const mine = prepared.filter((s) => s.pool === id);
     const g = plan.grow[id];
@@ -213,19 +213,29 @@ async function carryOut(
     await book.setTracked(
       id,
       (t) => ({ ...t, ...Object.fromEntries(mine.map((s) => [s.node, s.tracked])) }),
-      mine.map((s) => ({
-        title: `gpu-reflex: moving work off ${s.node} ahead of ${s.tracked.type}`,
-        text: (
-          `${s.why}: cordoned; ${replacementWords(s.node, s.tracked.replacement, plan.refused)}; ` +
-          'drained before the deadline'
-        ).slice(0, 1000),
-        severity: 'info' as const,
-      })),
+      mine.map((s) =>
+        s.kind === 'ask'
+          ? {
+              title: `gpu-reflex: a replacement for ${s.node} is asked after all`,
+              text: `${s.why}: a node is asked of its pool; ${s.node} is drained once it joins, or by its deadline`,
+              severity: 'info' as const,
+            }
+          : {
+              title: `gpu-reflex: moving work off ${s.node} ahead of ${s.tracked.type}`,
+              text: (
+                `${s.why}: cordoned; ${replacementWords(s.node, s.tracked.replacement, plan.refused)}; ` +
+                'drained before the deadline'
+              ).slice(0, 1000),
+              severity: 'info' as const,
+            },
+      ),
       g ? { from: g.from, to: g.to, reason: reasonOf(pool, g) } : undefined,
     );
   }
   for (const s of plan.steps) {
-    if (s.kind === 'prepare' || s.kind === 'cordon') {
+    if (s.kind === 'ask') {
+      deps.logger.info('autoscale-pools: a replacement asked after all', { node: s.node, why: s.why });
+    } else if (s.kind === 'prepare' || s.kind === 'cordon') {
       await deps.nodes.cordon(s.node);
       out.preparing.push(s.node);
       deps.logger.info('autoscale-pools: preparing a node for maintenance', { node: s.node, why: s.why });
@@ -280,7 +290,8 @@ async function carryOut(
 
 /** What the prepare notice says of the node's replacement: asked for, or why not (a person reads it). */
 function replacementWords(node: string, replacement: boolean, refused: MaintenancePlan['refused']): string {
-  if (replacement) return 'a node is added to its pool first';
+  // Asked, not added: ACK may refuse the size (grow.ts refusedSize then tells the person no replacement comes).
+  if (replacement) return 'a node is asked of its pool first';
   const why = refused.find((r) => r.node === node)?.why;
   return `no node is added to its pool${why ? `: ${why}` : ''}`;
 }

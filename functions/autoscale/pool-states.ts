@@ -104,6 +104,8 @@ export interface RoundPoolState extends PoolState {
   gpuOffer: Readonly<Record<string, number>>;
   /** Why the pool is held: its last scale-out's nodes did not arrive in time (arrivals.ts `overdue`), if so. */
   arrivalHold?: string;
+  /** Why no node of it can be bought now: every instance type sold out (stock.ts `typeToBuy`), if so. */
+  soldOut?: string;
 }
 
 export async function poolStates(
@@ -222,6 +224,7 @@ export async function poolStates(
       ...(frozen ? { frozen } : {}),
       gpuOffer: offer.allocatable,
       ...(arrival?.overdue ? { arrivalHold: arrival.overdue } : {}),
+      ...(choice.soldOut ? { soldOut: choice.soldOut } : {}),
     });
   }
   return out;

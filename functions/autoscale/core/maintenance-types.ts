@@ -27,8 +27,19 @@ export interface TrackedNode {
   deadline: number;
   /** When gpu-reflex cordoned it (ms). */
   since: number;
-  /** A node was asked of the pool for it. */
+  /** A node was asked of the pool for it (false: none was, or ACK refused the size asked: `noReplacement`). */
   replacement: boolean;
+  /**
+   * The pool size asked for its replacement: ACK refusing a size change that takes the pool to it (grow.ts
+   * `refusedSize`) refused its replacement. Absent on a record written before it was kept, or with no replacement.
+   */
+  asked?: number;
+  /**
+   * Why it has no replacement: none was asked at prepare (the pool at its max, sold out, held…), or ACK refused the
+   * size asked for it (`asked` set). One not asked is asked on a later round once its pool may grow again (stock
+   * back, the hold lifted), while it is not yet drained; a refused one is not (the refusal's cooldown).
+   */
+  noReplacement?: string;
   /** gpu-reflex cordoned it (it was schedulable): only then is it uncordoned on return. */
   ownCordon: boolean;
   /**
@@ -86,6 +97,8 @@ export interface MaintenanceFacts {
 
 export type MaintenanceStep =
   | { kind: 'prepare'; node: string; pool: string; tracked: TrackedNode; why: string }
+  /** Prepared with no replacement, its pool may grow now: its replacement is asked after all (`tracked` rewritten). */
+  | { kind: 'ask'; node: string; pool: string; tracked: TrackedNode; why: string }
   | { kind: 'cordon'; node: string; pool: string; why: string }
   | { kind: 'drain'; node: string; pool: string; why: string }
   | { kind: 'return'; node: string; pool: string; why: string }

@@ -83,8 +83,12 @@ export function planMaintenance(f: MaintenanceFacts): MaintenancePlan {
       replacement: refusal === undefined,
       ownCordon: member.unschedulable !== true,
       ...(refusal === undefined
-        ? { before: membersOf(pool.id), owed: Math.max(0, pool.desired - membersOf(pool.id).length) }
-        : {}),
+        ? {
+            before: membersOf(pool.id),
+            owed: Math.max(0, pool.desired - membersOf(pool.id).length),
+            asked: desired + 1,
+          }
+        : { noReplacement: refusal }),
     };
     plan.steps.push({ kind: 'prepare', node: w.node, pool: pool.id, tracked, why: wordsOf(w) });
     // A spot notice leaves no time to wait for a node; an event first seen late is drained at once too.
@@ -200,6 +204,26 @@ export function planMaintenance(f: MaintenanceFacts): MaintenancePlan {
     const first = warned.get(node);
     const due = first && first.kind === t.kind && first.deadline < t.deadline ? first : t;
     const by = drainAt({ ...t, deadline: due.deadline });
+    // None asked at prepare (sold out, held, at its max), and its pool may grow now (stock back, the hold lifted):
+    // asked after all, while there is time to wait for it. Once: a refused or failed ask is not asked again.
+    const pool = poolOf.get(poolId);
+    if (!t.replacement && t.noReplacement !== undefined && t.asked === undefined && pool && f.now < by) {
+      const grown = plan.grow[pool.id];
+      const desired = grown?.to ?? pool.desired;
+      if (!pool.noReplacement && desired < pool.max) {
+        plan.grow[pool.id] = { from: pool.desired, to: desired + 1, nodes: [...(grown?.nodes ?? []), node] };
+        const { noReplacement: was, ...rest } = t;
+        const members = membersOf(pool.id);
+        const asked = { before: members, owed: Math.max(0, pool.desired - members.length), asked: desired + 1 };
+        plan.steps.push({
+          kind: 'ask',
+          node,
+          pool: poolId,
+          tracked: { ...rest, replacement: true, ...asked },
+          why: `${t.type} at ${clock(t.deadline)}: node pool ${pool.id} may grow again (no node was added: ${was})`,
+        });
+      }
+    }
     if (f.now >= by || capacityReady)
       plan.steps.push({
         kind: 'drain',
