@@ -56,6 +56,23 @@ describe('watchIdle through the applier and fake ports', () => {
     expect(back.kube.cluster.pod('research', 'notebook')?.terminating).toBe(false);
   });
 
+  it('ends the run on a summary without holders and tells the owner by name, the node record written', async () => {
+    const w = idleWatcher(policy());
+    for (let i = 0; i < 12; i++)
+      await watchIdle(w.deps, summary(T0 + i * 10 * MIN, [{ uuid: GPU0, util: 0, mem: 0 }], NB));
+    // The kubelet restarted: the agent could not say who holds the GPU (it may have worked all window).
+    await watchIdle(w.deps, summary(T0 + 120 * MIN, [{ uuid: GPU0, util: 80, mem: 40 }], null));
+    expect(JSON.parse(w.kube.cluster.nodes.get('gpu-1')!.annotations[IDLE_ANNOTATION]!)).toMatchObject({
+      tracks: [],
+      history: [{ namespace: 'research', pod: 'notebook', ms: 120 * MIN }],
+    });
+    expect(w.publisher.published.map((e) => (e.detail as GpuIdleAllocationDetail).state)).toEqual([
+      'idle',
+      'cancelled',
+    ]);
+    expect(w.notifier.notices.map((n) => n.text)[1]).toMatch(/^@alice research\/notebook: .*names no holders/);
+  });
+
   it('asks a person at the deadline where the policy says so, and evicts only once approved', async () => {
     const w = idleWatcher(policy({ namespaces: { research: { evict: { afterMinutes: 30, approvalMinutes: 60 } } } }));
     const deps = { ...w.deps, state: w.kube.state };

@@ -125,7 +125,9 @@ export async function watchIdle(deps: IdleDeps, s: GpuUtilizationSummaryDetail):
   // node's idle share as unknown; the record written over it says from when it is whole again (historyFrom), so
   // the lost idle time never reads as none (docs/cost.md, Cost per team).
   const record: IdleRecord = warning ? { tracks: [], historyFrom: Date.parse(s.windowStart) } : read.record;
-  const pods = s.holders && s.holders.length > 0 ? await deps.pods.listOnNode(node.name) : [];
+  // Without holders the planner ends the node's open runs: their pods name the owners it tells.
+  const listPods = s.holders ? s.holders.length > 0 : record.tracks.length > 0;
+  const pods = listPods ? await deps.pods.listOnNode(node.name) : [];
   const approvals = await approvalsOf(deps, node.name, record);
   const plan = planIdle({ node, summary: s, pods, record, approvals }, deps.policy);
   if (plan.skipped) deps.logger.info('idle-gpus: nothing decided', { node: node.name, why: plan.skipped });

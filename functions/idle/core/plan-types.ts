@@ -82,6 +82,6 @@ export interface IdlePlan {
   expired: string[];
   /** Evictions past their deadline held this window, and why: the pod holds another device not read idle. */
   held?: string[];
-  /** Why nothing was decided this window (holders unknown), when so. */
+  /** Why no device was read this window (holders unknown: the open runs end, no-holders.ts), when so. */
   skipped?: string;
 }

@@ -268,6 +268,30 @@ describe('planIdle', () => {
     expect(plans.every((p) => p.skipped && !p.recordChanged && p.findings.length === 0)).toBe(true);
   });
 
+  it('never carries a run across a summary without holders: its windows may have been busy', () => {
+    // The kubelet restarted (or PodResources failed) for windows 12 and 13 while the notebook worked; the gap rule
+    // alone (30 min here) carried the run over those 20 busy minutes, counted them idle and evicted the pod at its
+    // deadline. Unknown holders end the node's open runs: the told owner hears why, no eviction follows.
+    const p = policy({ gapMinutes: 30, namespaces: { research: { evict: { afterMinutes: 60 } } } });
+    const blind = (i: number, s: GpuUtilizationSummaryDetail) => {
+      if (i !== 12 && i !== 13) return s;
+      const { holders: _holders, ...rest } = s;
+      return { ...rest, gpus: summary(0, [busy], null).gpus };
+    };
+    const { findings, plans, record } = run(times(20, [idle]), p, { edit: blind });
+    expect(findings.map((f) => [f.state, (f.at - T0) / MIN])).toEqual([
+      ['idle', 120],
+      ['cancelled', 130],
+    ]);
+    expect(findings[1]!.reason).toMatch(/names no holders.*not counted idle.*eviction is cancelled/);
+    expect(findings[1]!).toMatchObject({ team: 'vision', owner: '@alice' });
+    expect(plans.flatMap((x) => x.evictions)).toEqual([]);
+    expect(plans[12]!.skipped).toMatch(/names no holders/);
+    // The run ended at its last window read with holders (its idle time kept) and starts again after.
+    expect(record.tracks[0]!.since).toBe(T0 + 140 * MIN);
+    expect(record.history).toEqual([expect.objectContaining({ ms: 120 * MIN })]);
+  });
+
   it('takes the pool rule under the namespace rule, and the namespace team when the pod has no team label', () => {
     const p = policy({ windowMinutes: 600, pools: { 'np-nb': { windowMinutes: 60 } } });
     const node = { name: 'gpu-1', labels: { 'alibabacloud.com/nodepool-id': 'np-nb' } };

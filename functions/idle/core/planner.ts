@@ -6,8 +6,8 @@
  *
  * Evidence, not time: a window without a reading for the device (MIG instances report no SM
  * utilization: only their framebuffer use counts), one the agent did not sample throughout (a stall:
- * `unsampledMs`) or without holders is never read as idle, and a gap between windows longer than
- * `gapMinutes` starts the run again. So an eviction only ever follows a run
+ * `unsampledMs`) or without holders (the node's open runs end) is never read as idle, and a gap between
+ * windows longer than `gapMinutes` starts the run again. So an eviction only ever follows a run
  * of windows each of which showed the device idle, and is made only in a window that reads every device the
  * pod holds idle (one busy or unknown may be doing its work).
  */
@@ -15,6 +15,7 @@ import { migResourceName } from '../../lib/mig-profiles.ts';
 import type { IdleTrack } from '../../lib/idle-record.ts';
 import { idleApprovalId, verdictOf } from './approval-verdict.ts';
 import { withHistory } from './history.ts';
+import { endRunsWithoutHolders } from './no-holders.ts';
 import { ruleFor, type IdlePolicy } from './policy.ts';
 import type { PodRef } from '../../lib/plan.ts';
 import {
@@ -68,14 +69,20 @@ export function planIdle(f: IdleFacts, policy: IdlePolicy): IdlePlan {
     skipped,
   });
   const holders = f.summary.holders;
-  // Unknown holders: nothing is decided; a long enough silence breaks the runs by the gap rule.
-  if (!holders) return unchanged('the summary names no holders (PodResources unknown on the node)');
   const ws = Date.parse(f.summary.windowStart);
   const we = Date.parse(f.summary.windowEnd);
   // A redelivered or older summary (EventBridge does not keep order): its windows were seen, and the runs they
   // ended were moved to the history already; reading them again could only count that idle time twice.
   if (we <= Math.max(f.record.closedTo ?? 0, ...f.record.tracks.map((t) => t.lastEnd)))
     return unchanged('a summary whose windows were seen already (redelivered or late)');
+  // Unknown holders: nothing is counted idle, and the node's open runs end (no-holders.ts: why not the gap rule).
+  if (!holders)
+    return endRunsWithoutHolders(
+      f,
+      policy,
+      unchanged('the summary names no holders (PodResources unknown on the node)'),
+      we,
+    );
   const gapMs = policy.gapMinutes * 60_000;
   // A window the agent did not sample throughout reads unknown for every device it saw idle (readings.ts: why whole).
   const stalled = unsampled(f.summary);
