@@ -1,7 +1,7 @@
 import { migInventoryStale, readMigInventory } from '../../events/index.ts';
 import type { NodeInfo } from '../adapters/kube/model.ts';
 import { DEFAULT_TAINT_KEY, STATE_LABEL } from '../lib/node-state.ts';
-import { MIG_CONFIG_LABEL, type MigRecord } from './core/rebalance.ts';
+import { MIG_CONFIG_LABEL, neverLabelled, type MigRecord, type MigStep } from './core/rebalance.ts';
 import type { MigRebalanceDeps } from './deps.ts';
 
 // What holds a node back from a relayout's next write: a remediation (kept cordoned), or GPUs no longer free.
@@ -26,21 +26,25 @@ export function remediationHold(n: NodeInfo): string | undefined {
  * not list, an instance in use naming no pod.
  */
 export async function labelHeld(
-  deps: Pick<MigRebalanceDeps, 'nodes' | 'logger'>,
+  deps: Pick<MigRebalanceDeps, 'nodes' | 'logger' | 'mig'>,
   name: string,
   r: MigRecord,
   now: Date,
-): Promise<boolean> {
+): Promise<MigStep | 'held' | undefined> {
   const why = await labelHold(deps.nodes, name, r, now);
+  if (why === undefined) return undefined;
+  // Past timeoutMinutes since the start (as a preempted pod that never left, core/rebalance.ts): failed, nothing
+  // relaid, a person told; a GPU that stays busy or an agent that stays dead is never waited on in silence.
+  if (now.getTime() - Date.parse(r.since) >= deps.mig.timeoutMinutes * 60_000)
+    return neverLabelled(r, `held right before the label for ${deps.mig.timeoutMinutes} min: ${why}`, now);
   // As a preempted pod that has not left yet: the record stays `writing`, the node cordoned, the label unset, and the
-  // next round decides again (core/rebalance.ts fails it only once it is past timeoutMinutes since the start).
-  if (why)
-    deps.logger.warn('rebalance-mig', {
-      node: name,
-      step: 'wait',
-      why: `${MIG_CONFIG_LABEL}=${r.config} not set: ${why}; the node stays cordoned, asked again next round`,
-    });
-  return why !== undefined;
+  // next round decides again.
+  deps.logger.warn('rebalance-mig', {
+    node: name,
+    step: 'wait',
+    why: `${MIG_CONFIG_LABEL}=${r.config} not set: ${why}; the node stays cordoned, asked again next round`,
+  });
+  return 'held';
 }
 
 async function labelHold(

@@ -494,6 +494,34 @@ describe('rebalance-mig', () => {
     expect(node.labels[MIG_CONFIG_LABEL]).toBe(config);
   });
 
+  it('fails a relayout whose GPU stays in use right before the label past its timeout, and tells a person', async () => {
+    // Held at the label (as above), round after round: a GPU that stays busy is not waited on in silence forever.
+    seed();
+    waiting(2);
+    expect((await rebalanceMig(deps)).steps).toEqual({ 'h100-0': 'start' });
+    const stored = kube.cluster.nodes.get('h100-0')!;
+    const inv = readMigInventory(stored.annotations).inventory!;
+    inv.gpus[2]!.instances[4] = { ...inv.gpus[2]!.instances[4]!, inUse: true };
+    const minutes = deps.mig.timeoutMinutes;
+    for (let t = 2; t < minutes; t += 2) {
+      clock.advance(120_000);
+      inv.checked = new Date(clock.now()).toISOString();
+      stored.annotations[MIG_INVENTORY_ANNOTATION] = JSON.stringify(inv);
+      expect((await rebalanceMig(deps)).steps).toEqual({});
+    }
+    expect(notifier.notices).toEqual([]);
+    clock.advance(120_000);
+    inv.checked = new Date(clock.now()).toISOString();
+    stored.annotations[MIG_INVENTORY_ANNOTATION] = JSON.stringify(inv);
+    expect((await rebalanceMig(deps)).steps).toEqual({ 'h100-0': 'failed' });
+    const node = await kube.nodes.get('h100-0');
+    expect(node.labels[MIG_CONFIG_LABEL]).toBe('all-1g.10gb');
+    expect(node.unschedulable).toBe(true);
+    expect(readMigRecord(node.annotations).record).toMatchObject({ phase: 'failed' });
+    expect(readMigRecord(node.annotations).record!.reason).toContain(`held right before the label for ${minutes} min`);
+    expect(notifier.notices.map((n) => n.title)).toEqual(['gpu-reflex: MIG relayout failed on h100-0']);
+  });
+
   it('sets no label once the agent stopped confirming its inventory after the plan: the GPUs are unknown', async () => {
     seed();
     const stored = kube.cluster.nodes.get('h100-0')!;

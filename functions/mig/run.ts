@@ -112,7 +112,7 @@ export async function rebalanceMig(deps: MigRebalanceDeps): Promise<MigRebalance
           ),
         );
         const inv = readMigInventory(n.annotations).inventory;
-        const step = stepMigNode(
+        let step = stepMigNode(
           {
             name: n.name,
             labels: n.labels,
@@ -141,7 +141,9 @@ export async function rebalanceMig(deps: MigRebalanceDeps): Promise<MigRebalance
         );
         if (step.kind === 'none' || step.kind === 'wait') continue;
         // Right before the label, the Node read again: the GPUs it relays must still be free (holds.ts).
-        if (step.kind === 'label' && record && (await labelHeld(deps, n.name, record, now))) continue;
+        const hold = step.kind === 'label' && record ? await labelHeld(deps, n.name, record, now) : undefined;
+        if (hold === 'held') continue;
+        if (hold) step = hold;
         if (step.kind === 'evict') {
           const { applied } = await carryOut(
             {
