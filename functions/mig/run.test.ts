@@ -462,6 +462,82 @@ describe('rebalance-mig', () => {
     expect(node.unschedulable).toBe(false);
   });
 
+  it('reads the node again before the label: a process started since the plan on the GPU it relays holds it', async () => {
+    // Planned with GPU 2 idle; between the cordon and the label a process outside Kubernetes starts on it (the
+    // agent names no pod for it). The label then makes mig-manager fail with IN_USE, or wipe what runs there.
+    seed();
+    waiting(2);
+    expect((await rebalanceMig(deps)).steps).toEqual({ 'h100-0': 'start' });
+    const config = readMigRecord((await kube.nodes.get('h100-0')).annotations).record!.config;
+    clock.advance(90_000);
+    const stored = kube.cluster.nodes.get('h100-0')!;
+    const inv = readMigInventory(stored.annotations).inventory!;
+    inv.checked = new Date(clock.now()).toISOString();
+    inv.gpus[2]!.instances[4] = { ...inv.gpus[2]!.instances[4]!, inUse: true };
+    stored.annotations[MIG_INVENTORY_ANNOTATION] = JSON.stringify(inv);
+    const lines: string[] = [];
+    deps = { ...deps, logger: createLogger({ service: 'test', sink: (l) => lines.push(JSON.stringify(l)) }) };
+    expect((await rebalanceMig(deps)).steps).toEqual({});
+    let node = await kube.nodes.get('h100-0');
+    // Left as it is: the label unset, still cordoned, the relayout still writing for the next round to decide.
+    expect(node.labels[MIG_CONFIG_LABEL]).toBe('all-1g.10gb');
+    expect(node.unschedulable).toBe(true);
+    expect(readMigRecord(node.annotations).record).toMatchObject({ phase: 'writing', config });
+    expect(lines.join('\n')).toContain(`GPU 2 (${GPU(2)}) has instance(s) in use the plan did not clear`);
+    // The process ends and the agent says so: the label goes on.
+    clock.advance(60_000);
+    inv.checked = new Date(clock.now()).toISOString();
+    inv.gpus[2]!.instances[4] = { ...inv.gpus[2]!.instances[4]!, inUse: false };
+    stored.annotations[MIG_INVENTORY_ANNOTATION] = JSON.stringify(inv);
+    expect((await rebalanceMig(deps)).steps).toEqual({ 'h100-0': 'label' });
+    node = await kube.nodes.get('h100-0');
+    expect(node.labels[MIG_CONFIG_LABEL]).toBe(config);
+  });
+
+  it('fails a relayout whose GPU stays in use right before the label past its timeout, and tells a person', async () => {
+    // Held at the label (as above), round after round: a GPU that stays busy is not waited on in silence forever.
+    seed();
+    waiting(2);
+    expect((await rebalanceMig(deps)).steps).toEqual({ 'h100-0': 'start' });
+    const stored = kube.cluster.nodes.get('h100-0')!;
+    const inv = readMigInventory(stored.annotations).inventory!;
+    inv.gpus[2]!.instances[4] = { ...inv.gpus[2]!.instances[4]!, inUse: true };
+    const minutes = deps.mig.timeoutMinutes;
+    for (let t = 2; t < minutes; t += 2) {
+      clock.advance(120_000);
+      inv.checked = new Date(clock.now()).toISOString();
+      stored.annotations[MIG_INVENTORY_ANNOTATION] = JSON.stringify(inv);
+      expect((await rebalanceMig(deps)).steps).toEqual({});
+    }
+    expect(notifier.notices).toEqual([]);
+    clock.advance(120_000);
+    inv.checked = new Date(clock.now()).toISOString();
+    stored.annotations[MIG_INVENTORY_ANNOTATION] = JSON.stringify(inv);
+    expect((await rebalanceMig(deps)).steps).toEqual({ 'h100-0': 'failed' });
+    const node = await kube.nodes.get('h100-0');
+    expect(node.labels[MIG_CONFIG_LABEL]).toBe('all-1g.10gb');
+    expect(node.unschedulable).toBe(true);
+    expect(readMigRecord(node.annotations).record).toMatchObject({ phase: 'failed' });
+    expect(readMigRecord(node.annotations).record!.reason).toContain(`held right before the label for ${minutes} min`);
+    expect(notifier.notices.map((n) => n.title)).toEqual(['gpu-reflex: MIG relayout failed on h100-0']);
+  });
+
+  it('sets no label once the agent stopped confirming its inventory after the plan: the GPUs are unknown', async () => {
+    seed();
+    const stored = kube.cluster.nodes.get('h100-0')!;
+    const inv = readMigInventory(stored.annotations).inventory!;
+    inv.checked = new Date(T0).toISOString();
+    stored.annotations[MIG_INVENTORY_ANNOTATION] = JSON.stringify(inv);
+    waiting(2);
+    expect((await rebalanceMig(deps)).steps).toEqual({ 'h100-0': 'start' });
+    // The agent died right after the plan: nothing confirms what GPU 2 holds when the label is due.
+    clock.advance(MIG_INVENTORY_STALE_MS + 60_000);
+    expect((await rebalanceMig(deps)).steps).toEqual({});
+    const node = await kube.nodes.get('h100-0');
+    expect(node.labels[MIG_CONFIG_LABEL]).toBe('all-1g.10gb');
+    expect(readMigRecord(node.annotations).record).toMatchObject({ phase: 'writing' });
+  });
+
   it("relays no GPU while a running MIG pod is named in none of the agent's instances (its inventory is behind)", async () => {
     // The agent names each instance's pods. Its inventory still shows nb-old on GPU 0, which has ended; nb-new now
     // runs on the node and is named nowhere: by count (one 1g.10gb in use, one held) all looks right, but nb-new may
@@ -804,6 +880,8 @@ describe('rebalance-mig', () => {
       expect((await rebalanceMig(deps)).steps).toEqual({ 'h100-0': 'evict' });
       expect((await kube.nodes.get('h100-0')).labels[MIG_CONFIG_LABEL]).toBe('mine');
       clock.advance(61_000);
+      // nb-c has left, and the agent has read its instance free since: the label goes on (read again before it).
+      agentShows('h100-0', 1, ['7g.80gb']);
       // A StatefulSet's replacement under the same name (another uid) is not the preempted pod.
       kube.cluster.addPod({
         name: 'nb-c',

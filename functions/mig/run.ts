@@ -6,10 +6,9 @@
  * at a time (a node being reconfigured is cordoned and its MIG allocatable is 0 meanwhile).
  */
 import { readMigInventory } from '../../events/index.ts';
-import type { NodeInfo } from '../adapters/kube/model.ts';
 import type { Applied } from '../lib/apply.ts';
 import { migResourceName } from '../lib/mig-profiles.ts';
-import { DEFAULT_TAINT_KEY, STATE_LABEL } from '../lib/node-state.ts';
+import { STATE_LABEL } from '../lib/node-state.ts';
 import { readOutbox } from '../lib/outbox.ts';
 import { emptyEdit, noActions } from '../lib/plan.ts';
 import { carryOut } from '../lib/reflex.ts';
@@ -28,6 +27,7 @@ import {
   type PlannedNodeChange,
 } from './core/rebalance.ts';
 import type { MigRebalanceDeps, MigRebalanceOutcome } from './deps.ts';
+import { labelHeld, remediationHold } from './holds.ts';
 import { blockedWords, layoutEvent } from './layout-event.ts';
 import { remember, tellRefusal } from './refusal-memory.ts';
 import { readMigFleet } from './supply.ts';
@@ -40,16 +40,6 @@ export {
   type MigRebalanceOutcome,
 } from './deps.ts';
 export { migApprovalId } from './approval.ts';
-
-/** A remediation that keeps the node out (its state label or taint): the relayout must not uncordon it. */
-function remediationHold(n: NodeInfo): string | undefined {
-  const state = n.labels[STATE_LABEL];
-  if (state && state !== 'healthy' && state !== 'quarantined')
-    return `gpu-reflex remediation holds it (${STATE_LABEL}=${state})`;
-  if (n.taints.some((t) => t.key === DEFAULT_TAINT_KEY))
-    return `gpu-reflex remediation holds it (taint ${DEFAULT_TAINT_KEY})`;
-  return undefined;
-}
 
 export async function rebalanceMig(deps: MigRebalanceDeps): Promise<MigRebalanceOutcome> {
   const idle = (): MigRebalanceOutcome => (
@@ -122,7 +112,7 @@ export async function rebalanceMig(deps: MigRebalanceDeps): Promise<MigRebalance
           ),
         );
         const inv = readMigInventory(n.annotations).inventory;
-        const step = stepMigNode(
+        let step = stepMigNode(
           {
             name: n.name,
             labels: n.labels,
@@ -150,6 +140,10 @@ export async function rebalanceMig(deps: MigRebalanceDeps): Promise<MigRebalance
           deps.mig,
         );
         if (step.kind === 'none' || step.kind === 'wait') continue;
+        // Right before the label, the Node read again: the GPUs it relays must still be free (holds.ts).
+        const hold = step.kind === 'label' && record ? await labelHeld(deps, n.name, record, now) : undefined;
+        if (hold === 'held') continue;
+        if (hold) step = hold;
         if (step.kind === 'evict') {
           const { applied } = await carryOut(
             {

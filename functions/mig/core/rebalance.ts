@@ -60,6 +60,24 @@ export function migConfigName(node: string, layout: readonly (readonly string[])
   return `gpu-reflex-${slug}-${fnv1a(JSON.stringify([node, layout])).slice(0, 8)}`;
 }
 
+/**
+ * A relayout whose `nvidia.com/mig.config` could not be set within its timeout (`why`: what kept it, a preempted pod
+ * that never left, a GPU found in use right before the label, holds.ts): failed, nothing relaid, the node left
+ * cordoned for a person, who is told (run.ts) — never waited on round after round with nobody knowing.
+ */
+export function neverLabelled(r: MigRecord, why: string, now: Date): MigStep {
+  const reason = `${why}; ${MIG_CONFIG_LABEL} was never set, nothing was relaid`;
+  return {
+    kind: 'failed',
+    labels: {},
+    record: { ...r, phase: 'failed', since: now.toISOString(), reason },
+    state: 'failed',
+    why:
+      `${reason}; the node stays cordoned for a person to look (remove ${MIG_REBALANCE_ANNOTATION} and ` +
+      `uncordon when done)`,
+  };
+}
+
 export function stepMigNode(
   n: MigNodeFacts,
   planned: PlannedNodeChange | undefined,
@@ -123,19 +141,12 @@ export function stepMigNode(
             `GPU(s) ${r.gpus.map((g) => g.gpu).join(', ')} not relaid this round`,
         };
       }
-      const reason =
+      return neverLabelled(
+        r,
         `preempted pod(s) ${names} did not leave within ${policy.timeoutMinutes} min (a ` +
-        `PodDisruptionBudget blocks the eviction, or they do not terminate); ${MIG_CONFIG_LABEL} was never set, ` +
-        `nothing was relaid`;
-      return {
-        kind: 'failed',
-        labels: {},
-        record: { ...r, phase: 'failed', since: at, reason },
-        state: 'failed',
-        why:
-          `${reason}; the node stays cordoned for a person to look (remove ${MIG_REBALANCE_ANNOTATION} and ` +
-          `uncordon when done)`,
-      };
+          `PodDisruptionBudget blocks the eviction, or they do not terminate)`,
+        now,
+      );
     }
     if (elapsed < policy.configSyncSeconds * 1000) return { kind: 'wait', labels: {}, why: '' };
     return {
