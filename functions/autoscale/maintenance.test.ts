@@ -437,6 +437,28 @@ describe('planned maintenance (ECS system events)', () => {
     expect(forN()).toHaveLength(1);
   });
 
+  it('tells a person no replacement comes when the task of the size asked for it fails; drains by the deadline', async () => {
+    const deps = await world(reboot2h);
+    sim.cloud.inject({ action: 'ModifyClusterNodePool', failTasks: 1 });
+    await clock.advance(30 * MIN);
+    expect((await autoscalePools(deps)).maintenance.preparing).toEqual(['n-a']);
+    await clock.advance(2 * MIN);
+    expect((await autoscalePools(deps)).finished).toEqual({ 'np-t4': 'failed' });
+    const notices = (deps.notifier as RecordingNotifier).notices;
+    const failed = notices.find((n) => n.title.includes('could not grow'));
+    expect(failed?.text).toMatch(/n-a \(prepared for maintenance\) gets no replacement: drained by its deadline/);
+    const rec = (await deps.state.get('autoscale.np-t4')) as { maintenance?: Record<string, { replacement: boolean }> };
+    expect(rec.maintenance?.['n-a']).toMatchObject({
+      replacement: false,
+      noReplacement: expect.stringMatching(/failed/),
+    });
+    await clock.advance(57 * MIN);
+    await autoscalePools(deps);
+    expect(serving()!.terminating).toBe(false);
+    await clock.advance(1 * MIN);
+    expect((await autoscalePools(deps)).maintenance.draining).toEqual(['n-a']);
+  });
+
   /** DescribeInstanceHistoryEvents from now on lists its events with a NotBefore that cannot be read. */
   function undatedEvents(deps: AutoscaleDeps, logged: Record<string, unknown>[]): void {
     const read = deps.cloud.systemEvents.bind(deps.cloud);

@@ -57,6 +57,7 @@ export async function followRequests(
   const told = new Map<string, string>();
   let finished: 'succeeded' | 'failed' | undefined;
   let soldOut = false;
+  const grewNot: { req: SentRequest; why: string; notice: Notice }[] = [];
   for (const req of followed) {
     const task = await readTask(deps, p.id, req.taskId);
     if (task === 'unread') continue;
@@ -89,12 +90,15 @@ export async function followRequests(
     const why = endedWhy(p, req, task, deps.policy.scaleIn.drainTimeoutMinutes);
     events.push(poolEvent(deps, p, req.at, req.from, req.to, ok ? 'succeeded' : 'failed', why, { taskId: req.taskId }));
     // A removal that left its nodes behind was told node by node when they were handed back (removals.ts).
-    if (!ok && !req.leftBehind?.length)
-      notices.push({
+    if (!ok && !req.leftBehind?.length) {
+      const n: Notice = {
         title: `gpu-reflex: node pool ${p.name} could not ${req.to < req.from ? 'shrink' : 'grow'}`,
         text: why.slice(0, 500),
         severity: 'warning',
-      });
+      };
+      notices.push(n);
+      if (req.to > req.from) grewNot.push({ req, why, notice: n });
+    }
     soldOut ||= !ok && isNoStock(task.error?.code);
     ended.add(req.taskId);
     finished = ok ? 'succeeded' : 'failed';
@@ -108,8 +112,29 @@ export async function followRequests(
     p.id,
     (x) => {
       const earlier = x.earlier?.filter((e) => !ended.has(e.taskId)).map(remember);
+      // Nodes prepared for maintenance whose replacement a failed grow was (by the size asked for each,
+      // TrackedNode.asked): none comes, as for a size ACK refused (grow.ts `refusedSize`). They are drained by their
+      // deadline and named in the failure's notice, worded in this same write that reads them.
+      let maintenance = x.maintenance;
+      for (const { req, why, notice } of grewNot) {
+        const mine = Object.entries(maintenance ?? {}).filter(
+          ([, t]) => t.replacement && t.asked !== undefined && t.asked > req.from && t.asked <= req.to,
+        );
+        if (mine.length === 0) continue;
+        const names = mine.map(([n]) => n);
+        notice.text = (
+          `${names.join(', ')} (prepared for maintenance) get${names.length === 1 ? 's' : ''} no replacement: ` +
+          `drained by ${names.length === 1 ? 'its' : 'their'} deadline. ${why}`
+        ).slice(0, 1000);
+        const noReplacement = `the ACK task of the pool size ${req.to} asked for it failed: ${why}`.slice(0, 500);
+        maintenance = {
+          ...maintenance,
+          ...Object.fromEntries(mine.map(([n, t]) => [n, { ...t, replacement: false, noReplacement }])),
+        };
+      }
       return {
         ...x,
+        ...(maintenance !== x.maintenance ? { maintenance } : {}),
         request: x.request && ended.has(x.request.taskId) ? undefined : x.request && remember(x.request),
         earlier: earlier && earlier.length > 0 ? earlier : undefined,
         ...(soldOut ? { noStock: { types: [...p.instanceTypes], until } } : {}),
