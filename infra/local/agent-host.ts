@@ -145,6 +145,9 @@ export class LocalAgentHost {
       utilizationWindowMs: 60_000,
       inventoryIntervalMs: 300_000,
       watcher: { sliceMs: 0 },
+      // The kernel log is read here, by the host, at every step before NVML's events (step below): caught up
+      // already, never ended. Without it the agent takes its GPUs' XIDs as unwatched where NVML drops a lost GPU.
+      kernelLog: { catchUp: () => Promise.resolve(true) },
       eccStatePath: `${o.files.spoolPath}.ecc.json`,
       gpuMemoryPath: `${o.files.spoolPath}.gpus.json`,
     });
