@@ -74,7 +74,7 @@ export interface CostReport {
   idleKeptFrom?: string;
 }
 
-/** GPUs a pod holds: whole GPUs, and MIG devices as their share of a GPU (`nvidia.com/mig-3g.40gb` → 3/7). */
+/** GPUs a pod holds: whole GPUs, and MIG devices as their share of a GPU (`nvidia.com/mig-3g.40gb` → 3/7, readings.ts migShare). */
 export function gpusOf(resources: Readonly<Record<string, number>>): number {
   let n = 0;
   for (const [r, q] of Object.entries(resources)) {
