@@ -182,6 +182,27 @@ describe('costReport', () => {
     expect(llm).toContain('unknown');
   });
 
+  it('counts a time-sliced or MPS replica as its share of a GPU, and one whose node does not say how many as unknown', () => {
+    // NVIDIA's device plugin advertises GPUs × replicas (`nvidia.com/gpu`, or `nvidia.com/gpu.shared` renamed) and
+    // labels the node `nvidia.com/gpu.replicas`: four pods on one time-sliced GPU hold a quarter each, not one GPU each.
+    const sliced = { ...t4, labels: { ...t4.labels, 'nvidia.com/gpu.replicas': '4' } };
+    const rep = costReport(
+      [sliced, { ...t4, name: 't4-1' }],
+      [
+        pod({ name: 'a', extendedResources: { 'nvidia.com/gpu.shared': 1 } }),
+        pod({ name: 'b', extendedResources: { 'nvidia.com/gpu': 2 } }),
+        pod({ name: 'c', namespace: 'llm', nodeName: 't4-1', extendedResources: { 'nvidia.com/gpu.shared': 1 } }),
+      ],
+      policy,
+      NOW - H,
+      NOW,
+    );
+    expect(rep.rows).toEqual([
+      expect.objectContaining({ namespace: 'llm', pods: 1, gpuHours: 0, unmeasuredPods: 1 }),
+      expect.objectContaining({ namespace: 'research', pods: 2, gpuHours: 0.75, cost: 6.38 }),
+    ]);
+  });
+
   it('counts a MIG device as its share of a GPU', () => {
     expect(gpusOf({ 'nvidia.com/mig-3g.40gb': 2, 'nvidia.com/gpu': 1, cpu: 4 })).toBeCloseTo(1 + 6 / 7, 9);
   });

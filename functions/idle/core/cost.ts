@@ -74,15 +74,37 @@ export interface CostReport {
   idleKeptFrom?: string;
 }
 
-/** GPUs a pod holds: whole GPUs, and MIG devices as their share of a GPU (`nvidia.com/mig-3g.40gb` → 3/7). */
-export function gpusOf(resources: Readonly<Record<string, number>>): number {
+/**
+ * GPUs a pod holds: whole GPUs, MIG devices as their share of a GPU (`nvidia.com/mig-3g.40gb` → 3/7, readings.ts
+ * migShare), and a time-sliced or MPS replica as 1/replicas of one: NVIDIA's device plugin advertises GPUs × replicas
+ * (as `nvidia.com/gpu`, or `nvidia.com/gpu.shared` renamed) and labels the node `nvidia.com/gpu.replicas`, replicas
+ * per GPU (k8s-device-plugin internal/lm/resource.go, api/config/v1/replicas.go). `node`: the pod's node's labels.
+ * Undefined: unknown — a replica (`nvidia.com/gpu.shared`, or a node whose sharing strategy shares) whose node does
+ * not say how many replicas a GPU has.
+ */
+export function gpusOf(
+  resources: Readonly<Record<string, number>>,
+  node: Readonly<Record<string, string>> = {},
+): number | undefined {
+  const label = node[REPLICAS_LABEL];
+  const replicas = label !== undefined && /^[1-9]\d*$/.test(label) ? Number(label) : undefined;
+  const strategy = node[SHARING_STRATEGY_LABEL];
+  const shares = strategy === 'time-slicing' || strategy === 'mps';
   let n = 0;
   for (const [r, q] of Object.entries(resources)) {
-    if (r === 'nvidia.com/gpu' || r === 'nvidia.com/gpu.shared') n += q;
+    if (q <= 0) continue;
+    if (r === 'nvidia.com/gpu.shared' || (r === 'nvidia.com/gpu' && (shares || replicas !== undefined))) {
+      if (replicas === undefined) return undefined;
+      n += q / replicas;
+    } else if (r === 'nvidia.com/gpu') n += q;
     else if (r.startsWith('nvidia.com/mig-')) n += q * migShare(r.slice('nvidia.com/mig-'.length));
   }
   return n;
 }
+
+/** Replicas per GPU, and how a node's GPUs are shared (`none`, `time-slicing`, `mps`): NVIDIA's device plugin. */
+const REPLICAS_LABEL = 'nvidia.com/gpu.replicas';
+const SHARING_STRATEGY_LABEL = 'nvidia.com/gpu.sharing-strategy';
 
 const round = (v: number, d: number) => Math.round(v * 10 ** d) / 10 ** d;
 const overlap = (a0: number, a1: number, b0: number, b1: number) => Math.max(0, Math.min(a1, b1) - Math.max(a0, b0));
@@ -118,9 +140,10 @@ export function costReport(
   for (const p of pods) {
     const ended = p.phase === 'Succeeded' || p.phase === 'Failed';
     if ((p.phase !== 'Running' && !ended) || !p.nodeName) continue;
-    const gpus = gpusOf(p.extendedResources);
-    // A GPU pod whose requests do not say what share of a GPU it holds: unknown, never nothing.
-    const unmeasured = gpus === 0 && holdsDevices(p);
+    const share = gpusOf(p.extendedResources, byNode.get(p.nodeName)?.labels);
+    // A GPU pod whose requests (or its node) do not say what share of a GPU it holds: unknown, never nothing.
+    const unmeasured = share === undefined || (share === 0 && holdsDevices(p));
+    const gpus = share ?? 0;
     if (gpus === 0 && !unmeasured) continue;
     const end = ended ? (p.finishedAt !== undefined ? Date.parse(p.finishedAt) : NaN) : toMs;
     const team = p.labels[policy.teamLabel] ?? p.namespace;

@@ -1,5 +1,6 @@
 import type { GpuUtilizationSummaryDetail } from '../../../events/index.ts';
 import type { IdlePolicy } from './policy.ts';
+import { MIG_MODELS } from '../../lib/mig-profiles.ts';
 
 /** A device's reading in one summary, a MIG instance's share of its GPU, and what idle time cost (planner.ts). */
 type Reading = 'idle' | 'busy' | 'unknown';
@@ -55,10 +56,18 @@ function readSamples(
   return under(g.utilPercent) && under(g.memoryUtilPercent) ? 'idle' : 'busy';
 }
 
-/** The share of a GPU a MIG profile is (`3g.40gb` → 3/7: NVIDIA's A100/H100/H200 have 7 compute slices). */
+/**
+ * The share of a GPU a MIG profile is: its compute slices over its GPU model's, from the MIG catalog
+ * (lib/mig-profiles.ts, facts in docs/mig.md): `3g.40gb` → 3/7 on an A100/H100, `4g.24gb` → 4/4 on an A30. A name the
+ * catalog does not list, or lists for models of different geometry, is read as the 8-slice family's (7 compute
+ * slices: A100, H100, H200, B200), the geometry of every model but the A30.
+ */
 export function migShare(profile: string | undefined): number {
   const g = /^(\d)g\./.exec(profile ?? '');
-  return g ? Math.min(1, Number(g[1]) / 7) : 1;
+  if (!g) return 1;
+  const of = new Set(MIG_MODELS.filter((m) => m.profiles.some((x) => x.name === profile)).map((m) => m.computeSlices));
+  const slices = of.size === 1 ? [...of][0]! : 7;
+  return Math.min(1, Number(g[1]) / slices);
 }
 
 export function idleCost(policy: IdlePolicy, instanceType: string | undefined, idleMs: number, share: number) {
