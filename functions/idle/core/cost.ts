@@ -9,7 +9,8 @@
  * GPU-hours and cost are unknown, never the sum without it.
  */
 import { holdsDevices } from '../../adapters/kube/model.ts';
-import { INSTANCE_TYPE_LABEL, migShare } from './planner.ts';
+import { INSTANCE_TYPE_LABEL } from './planner.ts';
+import { gpusOf } from './readings.ts';
 import type { IdlePolicy } from './policy.ts';
 import { readIdleRecord } from '../../lib/idle-record.ts';
 import { HISTORY_RETENTION_MS, historyIdleMs } from './history.ts';
@@ -74,37 +75,7 @@ export interface CostReport {
   idleKeptFrom?: string;
 }
 
-/**
- * GPUs a pod holds: whole GPUs, MIG devices as their share of a GPU (`nvidia.com/mig-3g.40gb` → 3/7, readings.ts
- * migShare), and a time-sliced or MPS replica as 1/replicas of one: NVIDIA's device plugin advertises GPUs × replicas
- * (as `nvidia.com/gpu`, or `nvidia.com/gpu.shared` renamed) and labels the node `nvidia.com/gpu.replicas`, replicas
- * per GPU (k8s-device-plugin internal/lm/resource.go, api/config/v1/replicas.go). `node`: the pod's node's labels.
- * Undefined: unknown — a replica (`nvidia.com/gpu.shared`, or a node whose sharing strategy shares) whose node does
- * not say how many replicas a GPU has.
- */
-export function gpusOf(
-  resources: Readonly<Record<string, number>>,
-  node: Readonly<Record<string, string>> = {},
-): number | undefined {
-  const label = node[REPLICAS_LABEL];
-  const replicas = label !== undefined && /^[1-9]\d*$/.test(label) ? Number(label) : undefined;
-  const strategy = node[SHARING_STRATEGY_LABEL];
-  const shares = strategy === 'time-slicing' || strategy === 'mps';
-  let n = 0;
-  for (const [r, q] of Object.entries(resources)) {
-    if (q <= 0) continue;
-    if (r === 'nvidia.com/gpu.shared' || (r === 'nvidia.com/gpu' && (shares || replicas !== undefined))) {
-      if (replicas === undefined) return undefined;
-      n += q / replicas;
-    } else if (r === 'nvidia.com/gpu') n += q;
-    else if (r.startsWith('nvidia.com/mig-')) n += q * migShare(r.slice('nvidia.com/mig-'.length));
-  }
-  return n;
-}
-
-/** Replicas per GPU, and how a node's GPUs are shared (`none`, `time-slicing`, `mps`): NVIDIA's device plugin. */
-const REPLICAS_LABEL = 'nvidia.com/gpu.replicas';
-const SHARING_STRATEGY_LABEL = 'nvidia.com/gpu.sharing-strategy';
+export { gpusOf } from './readings.ts';
 
 const round = (v: number, d: number) => Math.round(v * 10 ** d) / 10 ** d;
 const overlap = (a0: number, a1: number, b0: number, b1: number) => Math.max(0, Math.min(a1, b1) - Math.max(a0, b0));
