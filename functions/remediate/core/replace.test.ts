@@ -352,8 +352,20 @@ describe('replace-node, capacity first', () => {
       false,
     ],
     [
-      'back from the reboot, quiet',
+      'back from the reboot, quiet: its probe may fail and climb to replace-node this sweep',
       inc({
+        level: 1,
+        action: 'reboot-node',
+        phase: 'awaiting-repair',
+        reboot: { at: at(1), backAt: at(3) },
+        lastAt: at(0),
+      }),
+      true,
+    ],
+    [
+      'back from the reboot, with no replace-node up its ladder',
+      inc({
+        ladder: ['drain-node', 'reboot-node'],
         level: 1,
         action: 'reboot-node',
         phase: 'awaiting-repair',

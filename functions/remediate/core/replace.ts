@@ -23,14 +23,16 @@ import type { NodeFacts, ReplaceFacts } from './types.ts';
 /**
  * True when this round may start or move a replacement for the incident, so its pool's facts are
  * worth reading: one under way, a drain that leads to replace-node (when done or timed out), or a
- * fault seen again after a reboot with replace-node up its ladder.
+ * node back from its reboot with replace-node up its ladder: the fault seen again, or its GPU's probe after the
+ * reboot failing (return-probe.ts climbs then, in this very sweep: without the pool read, the replacement was
+ * handed to a person for good, "its node pool could not be read"). The probe is a few minutes; then it closes.
  */
 export function needsReplaceFacts(i: Incident): boolean {
   if (i.phase !== 'draining' && i.phase !== 'awaiting-repair') return false;
   if (i.replace) return true;
   const rest = i.ladder.slice(i.level + 1);
   if (i.phase === 'draining') return i.action === 'replace-node' || rest[0] === 'replace-node';
-  return i.reboot?.backAt !== undefined && cmp(i.lastAt, i.reboot.backAt) > 0 && rest.includes('replace-node');
+  return i.reboot?.backAt !== undefined && rest.includes('replace-node');
 }
 
 /** What the sweep does with a replacement this round: nothing, or a new incident with what to do and say. */
